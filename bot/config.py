@@ -1,0 +1,195 @@
+"""Typed settings read from the environment (and `.env`), validated with messages that name the variable.
+
+Every setting has a default except the two secrets; which secrets are required depends on what is run
+(`python -m bot facts list` needs neither), so `Settings.missing()` reports them instead of failing the load.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PERSONA = (
+    "You are a friendly, concise member of this Discord community. You remember what people have told you "
+    "and use it naturally when it helps, without reciting it. Answer in the language you are addressed in. "
+    "Use Discord markdown sparingly."
+)
+
+
+class ConfigError(Exception):
+    """One or more settings are malformed; `problems` has one line per variable."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective configuration. Field names are the environment variable names in lower case."""
+
+    discord_token: str = ""
+    gemini_api_key: str = ""
+    gemini_base_url: str = ""
+    gemini_chat_model: str = "gemini-flash-latest"
+    gemini_memory_model: str = "gemini-flash-lite-latest"
+    embedding_model: str = "gemini-embedding-001"
+    embedding_dimensions: int = 768
+    gemini_timeout_seconds: float = 30.0
+    gemini_max_retries: int = 4
+    database_path: Path = Path("data/memory.sqlite3")
+    memory_flush_quiet_seconds: float = 60.0
+    memory_flush_max_messages: int = 50
+    memory_flush_max_age_seconds: float = 600.0
+    memory_flush_concurrency: int = 2
+    memory_no_memory_marker: str = "!nomem"
+    recall_facts_per_person: int = 6
+    recall_max_distance: float = 0.55
+    recall_token_budget: int = 1200
+    consolidate_candidate_distance: float = 0.35
+    consolidate_duplicate_distance: float = 0.02
+    discord_api_base_url: str = ""
+    discord_gateway_url: str = ""
+    dev_guild_id: int | None = None
+    auto_reply_channel_ids: frozenset[int] = field(default_factory=frozenset)
+    chat_history_limit: int = 20
+    bot_persona: str = DEFAULT_PERSONA
+    admin_log_channel_id: int | None = None
+    log_level: str = "INFO"
+
+    SECRETS = ("discord_token", "gemini_api_key")
+
+    def missing(self, *names: str) -> list[str]:
+        """Lines naming each required variable among `names` that is empty."""
+        hints = {
+            "discord_token": "DISCORD_TOKEN is not set (the bot token from the Discord developer portal)",
+            "gemini_api_key": "GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)",
+        }
+        return [hints.get(n, f"{n.upper()} is not set") for n in names if not getattr(self, n)]
+
+    def masked(self) -> dict[str, Any]:
+        """The settings as plain values with secrets hidden, for `check` and start-up logs."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in self.SECRETS:
+                value = _mask(value)
+            elif isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, frozenset):
+                value = sorted(value)
+            out[f.name.upper()] = value
+        return out
+
+
+def _mask(secret: str) -> str:
+    if not secret:
+        return "(not set)"
+    return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError
+    return value
+
+
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError
+    return value
+
+
+def _distance(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value <= 2:
+        raise ValueError
+    return value
+
+
+def _snowflake(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError
+    return value
+
+
+def _snowflakes(raw: str) -> frozenset[int]:
+    return frozenset(_snowflake(part.strip()) for part in raw.replace(";", ",").split(",") if part.strip())
+
+
+def _url(raw: str) -> str:
+    if not raw.startswith(("http://", "https://", "ws://", "wss://")):
+        raise ValueError
+    return raw.rstrip("/")
+
+
+def _log_level(raw: str) -> str:
+    level = raw.upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError
+    return level
+
+
+_PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
+    "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
+    "gemini_max_retries": (lambda r: max(0, int(r)), "a whole number of retries such as 4"),
+    "database_path": (Path, "a file path"),
+    "memory_flush_quiet_seconds": (_non_negative_float, "a number of seconds such as 60"),
+    "memory_flush_max_messages": (_positive_int, "a positive integer such as 50"),
+    "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
+    "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
+    "recall_facts_per_person": (_positive_int, "a positive integer such as 6"),
+    "recall_max_distance": (_distance, "a cosine distance between 0 and 2 such as 0.55"),
+    "recall_token_budget": (_positive_int, "a positive number of tokens such as 1200"),
+    "consolidate_candidate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.35"),
+    "consolidate_duplicate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.02"),
+    "gemini_base_url": (_url, "an http(s) URL such as http://127.0.0.1:8080"),
+    "discord_api_base_url": (_url, "an http(s) URL ending in /api/v10"),
+    "discord_gateway_url": (_url, "a ws(s) URL such as wss://gateway.discord.gg/"),
+    "dev_guild_id": (_snowflake, "a Discord server id (a positive integer)"),
+    "auto_reply_channel_ids": (_snowflakes, "comma-separated Discord channel ids"),
+    "chat_history_limit": (_positive_int, "a positive integer such as 20"),
+    "admin_log_channel_id": (_snowflake, "a Discord channel id (a positive integer)"),
+    "log_level": (_log_level, "one of DEBUG, INFO, WARNING, ERROR"),
+}
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None, *, dotenv_path: str | Path | None = ".env"
+) -> Settings:
+    """Read settings from `env` (default: the process environment, after loading `.env` if present).
+
+    Values already in the environment win over `.env`. Raises ConfigError listing every bad value.
+    """
+    if env is None:
+        if dotenv_path is not None and Path(dotenv_path).is_file():
+            from dotenv import load_dotenv
+
+            load_dotenv(dotenv_path, override=False)
+        env = os.environ
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for f in fields(Settings):
+        name = f.name.upper()
+        raw = env.get(name, "")
+        if f.name == "gemini_api_key" and not raw.strip():
+            raw = env.get("GOOGLE_API_KEY", "")
+        raw = raw.strip()
+        if not raw:
+            continue
+        parser, expected = _PARSERS.get(f.name, (str, "text"))
+        try:
+            values[f.name] = parser(raw)
+        except (ValueError, TypeError):
+            shown = raw if f.name not in Settings.SECRETS else "(hidden)"
+            problems.append(f"{name}={shown!r} is not valid: expected {expected}")
+    if problems:
+        raise ConfigError(problems)
+    return Settings(**values)

@@ -1,0 +1,143 @@
+"""Plain data passed between the store, the pipeline and the cogs (no SQL, no Discord)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+DM_SCOPE = "dm"
+
+
+def guild_scope(guild_id: int | str | None) -> str:
+    """The scope of a guild's memories, or of direct messages when there is no guild."""
+    return f"guild:{guild_id}" if guild_id else DM_SCOPE
+
+
+def valid_scope(scope: str) -> bool:
+    """Whether `scope` is `dm` or `guild:<digits>`."""
+    if scope == DM_SCOPE:
+        return True
+    prefix, _, rest = scope.partition(":")
+    return prefix == "guild" and rest.isdigit()
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO-8601 with a Z, the one time format stored in the database."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class FactStatus(StrEnum):
+    ACTIVE = "active"
+    MERGED = "merged"
+    INVALIDATED = "invalidated"
+
+
+class Decision(StrEnum):
+    ADD = "ADD"
+    KEEP = "KEEP"
+    MERGE = "MERGE"
+    INVALIDATE = "INVALIDATE"
+    DUPLICATE = "DUPLICATE"
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    scope: str
+    user_id: str
+    text: str
+    status: FactStatus
+    superseded_by: int | None
+    valid_from: str | None
+    recorded_at: str
+    updated_at: str
+    retrieval_count: int
+    source_message_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScoredFact:
+    """A fact returned by a search; `distance` is cosine distance when the vector search found it."""
+
+    fact: Fact
+    score: float
+    distance: float | None = None
+    keyword_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class BufferedMessage:
+    """A captured message waiting for extraction. `is_bot` marks the bot's own turns (context only)."""
+
+    message_id: str
+    scope: str
+    channel_id: str
+    author_id: str
+    author_name: str
+    content: str
+    created_at: str
+    is_bot: bool = False
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class PendingChannel:
+    channel_id: str
+    count: int
+    first_captured_at: float
+    last_captured_at: float
+
+
+@dataclass
+class NewFact:
+    """A fact proposed by extraction, before consolidation decides what to do with it."""
+
+    scope: str
+    user_id: str
+    user_name: str
+    text: str
+    source_message_ids: list[str]
+    valid_from: str | None = None
+    embedding: list[float] | None = None
+
+
+@dataclass
+class Operation:
+    """One consolidation outcome to apply. `target_id` is the old fact for MERGE/INVALIDATE/DUPLICATE."""
+
+    decision: Decision
+    fact: NewFact
+    target_id: int | None = None
+    merged_text: str | None = None
+    merged_embedding: list[float] | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AppliedChange:
+    """What a flush did, for the admin log and tests: the decision actually applied."""
+
+    decision: Decision
+    scope: str
+    user_id: str
+    user_name: str
+    fact_id: int | None
+    target_id: int | None = None
+
+
+@dataclass
+class GuildSettings:
+    guild_id: str
+    memory_enabled: bool = True
+    log_channel_id: str | None = None
+    members_see_others: bool = False
+    ignored_channel_ids: set[str] = field(default_factory=set)
