@@ -1,8 +1,8 @@
 """Opening an SQLite connection with sqlite-vec loaded, on Pythons that cannot load extensions.
 
 Many Python builds (this project's CI among them) lack `sqlite3.Connection.enable_load_extension`.
-`sqlean.py` is a drop-in sqlite3 with extension loading and a recent SQLite (FTS5 secure-delete and
-contentless-delete need 3.43+), so it is preferred; the standard module is the fallback.
+`sqlean.py` is a drop-in sqlite3 with extension loading and a recent SQLite (FTS5 secure-delete needs
+3.42+), so it is preferred; the standard module is the fallback.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Layout choices (measured in docs/benchmarks.md):
 - Vectors of ACTIVE facts live in a plain table indexed on (scope, user_id) and are searched with
   `vec_distance_cosine() ... ORDER BY ... LIMIT`: an exact KNN that only ever reads one person's rows,
   so other people's vectors can neither slow it down nor crowd a person's facts out of the top k.
-- `facts_fts` is a contentless FTS5 table with secure-delete on, plus an `owner` token per
-  (scope, user) so a keyword search is confined to one person and a forget leaves no token behind.
+- `facts_fts` is an FTS5 table with secure-delete on (a delete really removes the tokens from the
+  index; contentless-delete tables only add tombstones), plus an `owner` token per (scope, user) so a
+  keyword search is confined to one person.
 - A superseded fact keeps its row (status + superseded_by) and its vector moves to
   `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
   can bring it back without asking Gemini again.
@@ -83,7 +84,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX fact_vectors_owner ON fact_vectors (scope, user_id);
     CREATE VIRTUAL TABLE facts_fts USING fts5(
-        text, owner, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        text, owner, tokenize='unicode61 remove_diacritics 2'
     );
     INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1);
     CREATE TABLE fact_events (

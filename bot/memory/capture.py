@@ -1,0 +1,273 @@
+"""Durable per-channel buffers of captured messages, and deciding when each one flushes.
+
+`submit()` is what `on_message` calls: it only appends to an in-memory queue (microseconds of event
+loop time). A writer task commits everything queued so far in one transaction (group commit), so a
+busy server costs one SQLite commit per batch, not per message. Edits and deletions travel through
+the same queue, so they apply in order even to messages not yet written.
+
+A channel flushes when it goes quiet, grows past a size, or gets old. Failed flushes leave the
+messages in the buffer and back off; on start-up whatever is overdue flushes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.memory.models import BufferedMessage
+from bot.memory.store import AsyncStore, Store
+
+log = logging.getLogger(__name__)
+
+MAX_RETRY_DELAY_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class FlushPolicy:
+    quiet_seconds: float = 60.0
+    max_messages: int = 50
+    max_age_seconds: float = 600.0
+    concurrency: int = 2
+    tick_seconds: float = 0.5
+
+
+@dataclass
+class _ChannelState:
+    count: int = 0
+    first_at: float = 0.0
+    last_at: float = 0.0
+    failures: int = 0
+    retry_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Op:
+    kind: str  # "add" | "edit" | "delete"
+    message: BufferedMessage | None = None
+    message_id: str = ""
+    content: str = ""
+    at: float = 0.0
+
+
+FlushFn = Callable[[str], Awaitable[int]]
+
+
+class CaptureBuffer:
+    """Owns the write queue and the flush schedule; `flush_fn(channel_id)` does the actual work."""
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        policy: FlushPolicy,
+        flush_fn: FlushFn,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.flush_fn = flush_fn
+        self.clock = clock
+        self._queue: list[_Op] = []
+        self._wakeup = asyncio.Event()
+        self._written = asyncio.Event()
+        self._channels: dict[str, _ChannelState] = {}
+        self._flushing: dict[str, asyncio.Task[None]] = {}
+        self._semaphore = asyncio.Semaphore(policy.concurrency)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._writing = False
+
+    # ---- the hot path --------------------------------------------------------------------------------
+
+    def submit(self, message: BufferedMessage) -> None:
+        self._enqueue(_Op("add", message=message, at=self.clock()))
+
+    def edit(self, message_id: str, content: str) -> None:
+        self._enqueue(_Op("edit", message_id=message_id, content=content))
+
+    def delete(self, message_id: str) -> None:
+        self._enqueue(_Op("delete", message_id=message_id))
+
+    def _enqueue(self, op: _Op) -> None:
+        if self._stopping:
+            raise RuntimeError("capture is stopping")
+        self._queue.append(op)
+        self._wakeup.set()
+
+    # ---- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load what a previous run left in the buffer, then start writing and scheduling."""
+        for pending in await self.store.call(Store.pending_channels):
+            self._channels[pending.channel_id] = _ChannelState(
+                pending.count, pending.first_captured_at, pending.last_captured_at
+            )
+        if self._channels:
+            log.info("%d channels have buffered messages from a previous run", len(self._channels))
+        self._tasks = [
+            asyncio.create_task(self._writer(), name="capture-writer"),
+            asyncio.create_task(self._scheduler(), name="capture-scheduler"),
+        ]
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Persist everything queued, let running flushes finish within `timeout`, then stop.
+
+        Messages whose flush did not run stay in the durable buffer for the next start.
+        """
+        self._stopping = True
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wait_written(), timeout=max(0.1, deadline - time.monotonic()))
+        running = list(self._flushing.values())
+        if running:
+            _, late = await asyncio.wait(running, timeout=max(0.1, deadline - time.monotonic()))
+            for task in late:
+                task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._flushing.values(), return_exceptions=True)
+        if self._queue:
+            log.error("%d captured messages could not be written before shutdown", len(self._queue))
+
+    async def wait_written(self) -> None:
+        """Return once everything submitted so far is committed to the database."""
+        while self._queue or self._writing:
+            self._written.clear()
+            await self._written.wait()
+
+    # ---- writing ---------------------------------------------------------------------------------------
+
+    async def _writer(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            ops, self._queue = self._queue, []
+            if not ops:
+                continue
+            self._writing = True
+            try:
+                await self._write(ops)
+            except Exception:
+                log.exception("writing %d captured messages failed; retrying", len(ops))
+                self._queue[:0] = ops
+                await asyncio.sleep(1.0)
+                self._wakeup.set()
+                continue
+            finally:
+                self._writing = False
+            self._written.set()
+
+    async def _write(self, ops: list[_Op]) -> None:
+        """Apply a run of operations in order; consecutive adds go in one transaction."""
+        adds: list[tuple[BufferedMessage, float]] = []
+        for op in ops:
+            if op.kind == "add" and op.message is not None:
+                adds.append((op.message, op.at))
+                continue
+            if adds:
+                await self._write_adds(adds)
+                adds = []
+            if op.kind == "edit":
+                await self.store.call(Store.update_pending_message, op.message_id, op.content)
+            else:
+                await self.store.call(Store.delete_pending_messages, [op.message_id])
+        if adds:
+            await self._write_adds(adds)
+
+    async def _write_adds(self, adds: list[tuple[BufferedMessage, float]]) -> None:
+        await self.store.call(Store.buffer_messages, adds)
+        for message, at in adds:
+            if message.is_bot:
+                continue
+            state = self._channels.setdefault(message.channel_id, _ChannelState(first_at=at))
+            if state.count == 0:
+                state.first_at = at
+            state.count += 1
+            state.last_at = at
+
+    # ---- scheduling --------------------------------------------------------------------------------------
+
+    def due(self, state: _ChannelState, now: float) -> bool:
+        if state.count == 0 or now < state.retry_at:
+            return False
+        p = self.policy
+        return (
+            state.count >= p.max_messages
+            or now - state.last_at >= p.quiet_seconds
+            or now - state.first_at >= p.max_age_seconds
+        )
+
+    async def _scheduler(self) -> None:
+        while True:
+            now = self.clock()
+            for channel_id, state in list(self._channels.items()):
+                if channel_id not in self._flushing and self.due(state, now):
+                    self._start_flush(channel_id)
+            await asyncio.sleep(self.policy.tick_seconds)
+
+    def _start_flush(self, channel_id: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._run_flush(channel_id), name=f"flush-{channel_id}")
+        self._flushing[channel_id] = task
+        task.add_done_callback(lambda _: self._flushing.pop(channel_id, None))
+        return task
+
+    async def _run_flush(self, channel_id: str) -> None:
+        async with self._semaphore:
+            state = self._channels.get(channel_id)
+            if state is None:
+                return
+            taken = state.count
+            try:
+                await self.flush_fn(channel_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                state.failures += 1
+                delay = min(
+                    MAX_RETRY_DELAY_SECONDS, max(self.policy.quiet_seconds, 5.0) * 2 ** (state.failures - 1)
+                )
+                state.retry_at = self.clock() + delay
+                log.warning(
+                    "flush of channel %s failed (%s); messages stay buffered, retry in %.0fs",
+                    channel_id,
+                    exc,
+                    delay,
+                )
+                return
+            state.failures = 0
+            state.retry_at = 0.0
+            # Messages captured while the flush ran stay counted for the next one.
+            remaining = await self.store.call(Store.pending_channels)
+            left = next((p for p in remaining if p.channel_id == channel_id), None)
+            if left is None:
+                self._channels.pop(channel_id, None)
+            else:
+                state.count, state.first_at = left.count, left.first_captured_at
+                state.last_at = max(state.last_at, left.last_captured_at)
+            log.debug("flushed channel %s (%d messages were buffered)", channel_id, taken)
+
+    async def flush_now(self, channel_id: str | None = None) -> None:
+        """Flush one channel (or all) immediately, ignoring the schedule; errors propagate."""
+        await self.wait_written()
+        targets = [channel_id] if channel_id else [c for c, s in self._channels.items() if s.count]
+        for cid in targets:
+            running = self._flushing.get(cid)
+            if running is not None:
+                await running
+            state = self._channels.get(cid)
+            if state is None:
+                continue
+            state.retry_at = 0.0
+            await self.flush_fn(cid)
+            remaining = {p.channel_id: p for p in await self.store.call(Store.pending_channels)}
+            if cid in remaining:
+                state.count = remaining[cid].count
+            else:
+                self._channels.pop(cid, None)
+
+    def pending_in_memory(self) -> int:
+        return len(self._queue)

@@ -1,0 +1,232 @@
+"""New facts + similar known facts -> KEEP / MERGE / INVALIDATE / DUPLICATE -> one transaction.
+
+Cost is the point of the shape: one batched embedding request for all new facts of a flush, duplicates
+settled without Gemini, and ONE decision call for every fact that has candidates (split only when the
+prompt would grow past a size bound). Per-person locks, always taken in sorted order, keep two flushes
+from deciding against the same facts at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from bot.llm.gemini import Embedder, Purpose
+from bot.llm.prompts import (
+    CONSOLIDATE_SYSTEM,
+    ConsolidationDecision,
+    ConsolidationResult,
+    consolidation_prompt,
+)
+from bot.memory.extract import MAX_FACT_CHARS, JsonModel
+from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
+from bot.memory.store import AsyncStore, Store
+from bot.memory.text import clean, worth_reading
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Pending:
+    index: int
+    fact: NewFact
+    candidates: list[tuple[Fact, float]]
+
+
+def cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
+    """For unit vectors: 1 - dot product."""
+    return 1.0 - sum(x * y for x, y in zip(a, b, strict=True))
+
+
+class PersonLocks:
+    """One asyncio lock per (scope, user), acquired in sorted order so that flushes cannot deadlock."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, keys: Sequence[tuple[str, str]]) -> AsyncIterator[None]:
+        ordered = sorted(set(keys))
+        locks = [self._locks.setdefault(k, asyncio.Lock()) for k in ordered]
+        async with contextlib.AsyncExitStack() as stack:
+            for lock in locks:
+                await stack.enter_async_context(lock)
+            yield
+
+
+class Consolidator:
+    def __init__(
+        self,
+        store: AsyncStore,
+        llm: JsonModel,
+        embedder: Embedder,
+        *,
+        candidate_distance: float,
+        duplicate_distance: float,
+        max_candidates: int = 8,
+        prompt_char_budget: int = 40_000,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.embedder = embedder
+        self.candidate_distance = candidate_distance
+        self.duplicate_distance = duplicate_distance
+        self.max_candidates = max_candidates
+        self.prompt_char_budget = prompt_char_budget
+        self.locks = PersonLocks()
+
+    async def run(
+        self,
+        facts: list[NewFact],
+        *,
+        consumed_message_ids: Sequence[str] = (),
+        user_names: dict[tuple[str, str], str] | None = None,
+    ) -> list[AppliedChange]:
+        """Decide and apply. Gemini errors propagate before anything is written."""
+        facts = self._dedupe_exact(facts)
+        if facts:
+            vectors = await self.embedder.embed([f.text for f in facts], "document")
+            for fact, vector in zip(facts, vectors, strict=True):
+                fact.embedding = vector
+            facts = self._dedupe_close(facts)
+        async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
+            operations, pending = await self._triage(facts)
+            if pending:
+                operations += await self._decide(pending)
+            return await self.store.call(
+                Store.apply_flush,
+                operations,
+                consumed_message_ids=consumed_message_ids,
+                user_names=user_names,
+            )
+
+    @staticmethod
+    def _dedupe_exact(facts: list[NewFact]) -> list[NewFact]:
+        kept: dict[tuple[str, str, str], NewFact] = {}
+        for fact in facts:
+            key = (fact.scope, fact.user_id, fact.text.casefold())
+            if key in kept:
+                kept[key].source_message_ids = sorted(
+                    {*kept[key].source_message_ids, *fact.source_message_ids}
+                )
+            else:
+                kept[key] = fact
+        return list(kept.values())
+
+    def _dedupe_close(self, facts: list[NewFact]) -> list[NewFact]:
+        """Near-identical new facts of one person in the same flush collapse into the first."""
+        kept: list[NewFact] = []
+        for fact in facts:
+            twin = next(
+                (
+                    k
+                    for k in kept
+                    if (k.scope, k.user_id) == (fact.scope, fact.user_id)
+                    and cosine_distance(k.embedding or [], fact.embedding or []) <= self.duplicate_distance
+                ),
+                None,
+            )
+            if twin is None:
+                kept.append(fact)
+            else:
+                twin.source_message_ids = sorted({*twin.source_message_ids, *fact.source_message_ids})
+        return kept
+
+    async def _triage(self, facts: list[NewFact]) -> tuple[list[Operation], list[_Pending]]:
+        """ADD when nothing is similar, DUPLICATE when something is (nearly) identical, else ask Gemini."""
+        operations: list[Operation] = []
+        pending: list[_Pending] = []
+        exact: dict[tuple[str, str], dict[str, Fact]] = {}
+        for fact in facts:
+            key = (fact.scope, fact.user_id)
+            if key not in exact:
+                texts = [f.text for f in facts if (f.scope, f.user_id) == key]
+                exact[key] = await self.store.call(Store.facts_by_text, fact.scope, fact.user_id, texts)
+        for index, fact in enumerate(facts):
+            assert fact.embedding is not None
+            same = exact[(fact.scope, fact.user_id)].get(fact.text.casefold())
+            if same is not None:
+                operations.append(Operation(Decision.DUPLICATE, fact, same.id, reason="same text"))
+                continue
+            candidates = await self.store.call(
+                Store.knn,
+                fact.scope,
+                fact.user_id,
+                fact.embedding,
+                self.max_candidates,
+                self.candidate_distance,
+            )
+            if not candidates:
+                operations.append(Operation(Decision.ADD, fact, reason="nothing similar known"))
+            elif candidates[0][1] <= self.duplicate_distance:
+                operations.append(
+                    Operation(Decision.DUPLICATE, fact, candidates[0][0].id, reason="near-identical")
+                )
+            else:
+                pending.append(_Pending(index, fact, candidates))
+        return operations, pending
+
+    def _batches(self, pending: list[_Pending]) -> list[list[dict[str, object]]]:
+        batches: list[list[dict[str, object]]] = [[]]
+        size = 0
+        for p in pending:
+            item: dict[str, object] = {
+                "new_fact": p.index,
+                "person": p.fact.user_name,
+                "text": p.fact.text,
+                "candidates": [
+                    {"id": f.id, "text": f.text, "recorded_at": f.recorded_at[:10]} for f, _ in p.candidates
+                ],
+            }
+            item_size = len(str(item))
+            if batches[-1] and size + item_size > self.prompt_char_budget:
+                batches.append([])
+                size = 0
+            batches[-1].append(item)
+            size += item_size
+        return batches
+
+    async def _decide(self, pending: list[_Pending]) -> list[Operation]:
+        decisions: dict[int, ConsolidationDecision] = {}
+        for batch in self._batches(pending):
+            result = await self.llm.generate_json(
+                Purpose.CONSOLIDATE,
+                system=CONSOLIDATE_SYSTEM,
+                prompt=consolidation_prompt(batch),
+                schema=ConsolidationResult,
+            )
+            for d in result.decisions:
+                decisions.setdefault(d.new_fact, d)
+        operations: list[Operation] = []
+        merges: list[Operation] = []
+        for p in pending:
+            operations.append(self._operation(p, decisions.get(p.index)))
+            if operations[-1].decision is Decision.MERGE:
+                merges.append(operations[-1])
+        if merges:
+            vectors = await self.embedder.embed([op.merged_text or "" for op in merges], "document")
+            for op, vector in zip(merges, vectors, strict=True):
+                op.merged_embedding = vector
+        return operations
+
+    @staticmethod
+    def _operation(p: _Pending, d: ConsolidationDecision | None) -> Operation:
+        """Turn the model's answer into an operation; anything it got wrong falls back to KEEP."""
+        if d is None:
+            return Operation(Decision.KEEP, p.fact, reason="no decision given")
+        decision = Decision(d.decision)
+        if decision is Decision.KEEP:
+            return Operation(Decision.KEEP, p.fact, reason=d.reason)
+        candidate_ids = {f.id for f, _ in p.candidates}
+        if d.target_fact_id not in candidate_ids:
+            log.info("consolidation named fact %r, not a candidate; keeping the new fact", d.target_fact_id)
+            return Operation(Decision.KEEP, p.fact, reason="unknown target id")
+        if decision is Decision.MERGE:
+            merged = clean(d.merged_text or "", MAX_FACT_CHARS)
+            if not worth_reading(merged):
+                return Operation(Decision.KEEP, p.fact, reason="merge without text")
+            return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
+        return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)

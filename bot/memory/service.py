@@ -1,0 +1,321 @@
+"""The small facade that the cogs and the CLI use: capture, flush, recall, control, statistics.
+
+It owns the in-memory caches that keep `capture()` cheap (opt-outs, guild switches, ignored channels)
+and turns what the pipeline did into `MemoryEvent`s for whoever listens (the admin log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.config import Settings
+from bot.llm.gemini import Embedder, GeminiClient, GeminiError
+from bot.memory.capture import CaptureBuffer, FlushPolicy
+from bot.memory.consolidate import Consolidator
+from bot.memory.extract import JsonModel, extract_facts
+from bot.memory.models import AppliedChange, BufferedMessage, Fact, GuildSettings, NewFact
+from bot.memory.recall import Participant, Recaller, RecallResult
+from bot.memory.store import AsyncStore, Store
+from bot.memory.text import clean, worth_reading
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """Something an admin may want to see. `kind`: flush, forgotten, opted_out, opted_in, gemini_error."""
+
+    kind: str
+    scope: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+Listener = Callable[[MemoryEvent], None]
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: AsyncStore,
+        llm: JsonModel,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        usage: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.embedder = embedder
+        self.settings = settings
+        self._usage = usage or dict
+        self.consolidator = Consolidator(
+            store,
+            llm,
+            embedder,
+            candidate_distance=settings.consolidate_candidate_distance,
+            duplicate_distance=settings.consolidate_duplicate_distance,
+        )
+        self.recaller = Recaller(
+            store,
+            embedder,
+            facts_per_person=settings.recall_facts_per_person,
+            max_distance=settings.recall_max_distance,
+            token_budget=settings.recall_token_budget,
+        )
+        self.capture_buffer = CaptureBuffer(
+            store,
+            FlushPolicy(
+                quiet_seconds=settings.memory_flush_quiet_seconds,
+                max_messages=settings.memory_flush_max_messages,
+                max_age_seconds=settings.memory_flush_max_age_seconds,
+                concurrency=settings.memory_flush_concurrency,
+            ),
+            self.flush_channel,
+        )
+        self._listeners: list[Listener] = []
+        self._opted_out: set[tuple[str, str]] = set()
+        self._guilds: dict[str, GuildSettings] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self.recall_failures = 0
+
+    @classmethod
+    async def open(cls, settings: Settings, gemini: GeminiClient | None = None) -> MemoryService:
+        """Open the database named by the settings and wire the Gemini client in (not started yet)."""
+        store = await AsyncStore.open(
+            settings.database_path,
+            embedding_model=settings.embedding_model,
+            dimensions=settings.embedding_dimensions,
+        )
+        gemini = gemini or GeminiClient.from_settings(settings)
+        return cls(store, gemini, gemini, settings, usage=gemini.usage.snapshot)
+
+    async def start(self) -> None:
+        """Load caches and start capturing; overdue buffers from a previous run flush first."""
+        await self.reload_caches()
+        await self.capture_buffer.start()
+
+    async def reload_caches(self) -> None:
+        self._opted_out = await self.store.call(Store.opted_out)
+        self._guilds = await self.store.call(Store.guild_settings)
+
+    async def close(self, timeout: float = 10.0) -> None:
+        """Persist what is queued, let running flushes end within `timeout`, record usage, close the file."""
+        await self.capture_buffer.stop(timeout)
+        if self._background:
+            await asyncio.wait(self._background, timeout=2.0)
+        await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage()))
+        await self.store.close()
+        aclose = getattr(self.llm, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: MemoryEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("memory event listener failed")
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- capture ---------------------------------------------------------------------------------------
+
+    def guild(self, guild_id: int | str) -> GuildSettings:
+        return self._guilds.get(str(guild_id)) or GuildSettings(str(guild_id))
+
+    def is_opted_out(self, scope: str, user_id: int | str) -> bool:
+        return (scope, str(user_id)) in self._opted_out
+
+    def channel_captured(self, guild_id: int | str | None, channel_ids: tuple[int | str, ...]) -> bool:
+        """Whether memory is on in this guild and none of these channels (thread, parent) is ignored."""
+        if guild_id is None:
+            return True
+        settings = self.guild(guild_id)
+        return settings.memory_enabled and not any(
+            str(c) in settings.ignored_channel_ids for c in channel_ids
+        )
+
+    def capture(
+        self,
+        message: BufferedMessage,
+        *,
+        guild_id: int | str | None = None,
+        parent_channel_id: int | str | None = None,
+    ) -> bool:
+        """Queue a message for memory if it may and should be remembered; never waits on I/O.
+
+        The bot's own turns (`is_bot`) are kept as context for extraction, never as facts.
+        """
+        channels = (
+            (message.channel_id,) if parent_channel_id is None else (message.channel_id, parent_channel_id)
+        )
+        if not self.channel_captured(guild_id, channels):
+            return False
+        if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
+            return False
+        marker = self.settings.memory_no_memory_marker
+        if marker and message.content.lstrip().startswith(marker):
+            return False
+        if not worth_reading(message.content):
+            return False
+        content = clean(message.content)
+        self.capture_buffer.submit(
+            message if content == message.content else replace(message, content=content)
+        )
+        return True
+
+    def message_edited(self, message_id: int | str, content: str) -> None:
+        """An edit of a message still in the buffer replaces its text (facts already learned stay)."""
+        self.capture_buffer.edit(str(message_id), clean(content))
+
+    async def message_deleted(self, message_id: int | str) -> int:
+        """Drop a deleted message from the buffer and forget facts whose only source it was."""
+        self.capture_buffer.delete(str(message_id))
+        removed = await self.store.call(Store.forget_message, str(message_id))
+        for scope, user_id, _ in removed:
+            self._emit(
+                MemoryEvent("forgotten", scope, {"user_id": user_id, "count": 1, "reason": "source deleted"})
+            )
+        return len(removed)
+
+    # ---- flushing --------------------------------------------------------------------------------------
+
+    async def flush_channel(self, channel_id: str) -> int:
+        """Extract and consolidate one channel's oldest buffered chunk; returns the number of changes.
+
+        On a Gemini failure nothing is written and the messages stay buffered for a later attempt.
+        """
+        chunk = await self.store.call(
+            Store.pending_messages, channel_id, self.settings.memory_flush_max_messages
+        )
+        if not chunk:
+            return 0
+        scope = chunk[0].scope
+        ids = [m.message_id for m in chunk]
+        try:
+            facts = await extract_facts(self.llm, chunk)
+            names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
+            changes = await self.consolidator.run(facts, consumed_message_ids=ids, user_names=names)
+        except GeminiError as exc:
+            await self.store.call(Store.mark_attempt, ids)
+            self._emit(
+                MemoryEvent(
+                    "gemini_error",
+                    scope,
+                    {"purpose": str(exc.purpose), "error": str(exc), "pending": len(ids)},
+                )
+            )
+            raise
+        if changes:
+            self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": len(chunk)}))
+        return len(changes)
+
+    async def flush_now(self, channel_id: str | None = None) -> None:
+        await self.capture_buffer.flush_now(channel_id)
+
+    # ---- recall ----------------------------------------------------------------------------------------
+
+    async def recall(self, scope: str, people: list[Participant], query: str) -> RecallResult:
+        """Facts of the people present, opted-out people excluded; retrieval counts updated off the hot path."""
+        present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
+        result = await self.recaller.recall(scope, present, query)
+        if result.fact_ids:
+            self._spawn(self.store.call(Store.record_retrievals, result.fact_ids))
+        return result
+
+    def recall_latency_ms(self) -> dict[str, float]:
+        samples = sorted(self.recaller.latencies_ms)
+        if not samples:
+            return {"p50": 0.0, "p95": 0.0, "samples": 0}
+        q = statistics.quantiles(samples, n=100, method="inclusive") if len(samples) > 1 else samples * 99
+        return {"p50": round(q[49], 2), "p95": round(q[94], 2), "samples": len(samples)}
+
+    # ---- people's control ------------------------------------------------------------------------------
+
+    async def list_facts(
+        self, scope: str, user_id: int | str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False
+    ) -> list[Fact]:
+        return await self.store.call(
+            Store.list_facts, scope, str(user_id), all_statuses=all_statuses, limit=limit, offset=offset
+        )
+
+    async def count_facts(self, scope: str, user_id: int | str) -> int:
+        return await self.store.call(Store.count_facts, scope, str(user_id))
+
+    async def search_own_facts(self, scope: str, user_id: int | str, text: str) -> list[Fact]:
+        return await self.store.call(Store.search_own_facts, scope, str(user_id), text)
+
+    async def forget(
+        self, scope: str, user_id: int | str, fact_ids: list[int] | None = None, *, actor: str = ""
+    ) -> int:
+        """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
+        count = await self.store.call(
+            Store.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
+        )
+        if count or fact_ids is None:
+            self._emit(
+                MemoryEvent(
+                    "forgotten",
+                    scope,
+                    {
+                        "user_id": str(user_id),
+                        "count": count,
+                        "all": fact_ids is None,
+                        "actor": actor or str(user_id),
+                    },
+                )
+            )
+        return count
+
+    async def set_opt_out(self, scope: str, user_id: int | str, opted_out: bool) -> None:
+        await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
+        if opted_out:
+            self._opted_out.add((scope, str(user_id)))
+        else:
+            self._opted_out.discard((scope, str(user_id)))
+        self._emit(MemoryEvent("opted_out" if opted_out else "opted_in", scope, {"user_id": str(user_id)}))
+
+    # ---- guild administration ----------------------------------------------------------------------------
+
+    async def update_guild(self, guild_id: int | str, **changes: Any) -> GuildSettings:
+        settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
+        self._guilds[str(guild_id)] = settings
+        return settings
+
+    async def set_channel_ignored(self, guild_id: int | str, channel_id: int | str, ignored: bool) -> None:
+        await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
+        self._guilds = await self.store.call(Store.guild_settings)
+
+    async def stats(self, scope: str | None = None) -> dict[str, Any]:
+        stats = await self.store.call(Store.stats, scope)
+        stats["pending_messages"] += self.capture_buffer.pending_in_memory()
+        stats["gemini"] = self._usage()
+        stats["recall_latency_ms"] = self.recall_latency_ms()
+        return stats
+
+    # ---- import ----------------------------------------------------------------------------------------
+
+    async def import_facts(
+        self, facts: list[NewFact], *, consolidate: bool = False
+    ) -> list[AppliedChange] | int:
+        """Store facts brought from elsewhere: embedded in batches, added as they are or consolidated."""
+        if consolidate:
+            return await self.consolidator.run(
+                facts, user_names={(f.scope, f.user_id): f.user_name for f in facts}
+            )
+        vectors = await self.embedder.embed([f.text for f in facts], "document")
+        for fact, vector in zip(facts, vectors, strict=True):
+            fact.embedding = vector
+        return len(await self.store.call(Store.add_facts, facts))

@@ -1,0 +1,35 @@
+"""Cleaning message text before it is stored, sent to Gemini or put in XML."""
+
+from __future__ import annotations
+
+import re
+
+MAX_MESSAGE_CHARS = 4000
+_BACKGROUND_BLOCK = re.compile(r"<background_facts\b.*?(?:</background_facts\s*>|\Z)", re.S | re.I)
+_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+# Characters XML 1.0 cannot carry at all (C0 controls but tab/newline/CR, surrogates, U+FFFE/FFFF).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_DISCORD_MARKUP = re.compile(r"<(?:@[!&]?|#)\d+>|<a?:\w+:\d+>|<t:\d+(?::\w)?>|https?://\S+")
+_WORDLIKE = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """Text safe to store and to show a model: no NUL/control or zero-width characters, bounded length."""
+    text = _NOT_XML.sub("", text)
+    text = _ZERO_WIDTH.sub("", text)
+    return text.strip()[:limit]
+
+
+def strip_background_blocks(text: str) -> str:
+    """Remove any `<background_facts>` block, so recalled memories are never learned a second time."""
+    return _BACKGROUND_BLOCK.sub("", text)
+
+
+def worth_reading(text: str) -> bool:
+    """Whether a message has words once mentions, custom emoji, links and symbols are set aside."""
+    return bool(_WORDLIKE.search(_DISCORD_MARKUP.sub("", clean(text))))
+
+
+def xml_safe(text: str) -> str:
+    """Text with characters XML cannot represent removed (escaping is done by the XML writer)."""
+    return _NOT_XML.sub("", text)

@@ -1,0 +1,83 @@
+"""In-process fakes for unit tests: an embedder whose vectors the test chooses, and a scripted JSON model."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from bot.llm.gemini import GeminiError, Purpose
+
+T = TypeVar("T", bound=BaseModel)
+DIMS = 8
+
+
+def unit(*values: float, dims: int = DIMS) -> list[float]:
+    """A unit vector from the given leading components (the rest zero)."""
+    padded = [*values, *([0.0] * (dims - len(values)))]
+    norm = math.sqrt(sum(v * v for v in padded)) or 1.0
+    return [v / norm for v in padded]
+
+
+def angled(degrees: float, *, axis: int = 0, towards: int = 1, dims: int = DIMS) -> list[float]:
+    """A unit vector `degrees` away from basis vector `axis`, rotating towards `towards`.
+
+    Cosine distance to the axis is 1 - cos(degrees), so tests can place facts at known distances.
+    """
+    v = [0.0] * dims
+    v[axis] = math.cos(math.radians(degrees))
+    v[towards] = math.sin(math.radians(degrees))
+    return v
+
+
+class FakeEmbedder:
+    """Returns the vector the test registered for a text (or `default(text)`), recording every call."""
+
+    def __init__(
+        self,
+        vectors: dict[str, list[float]] | None = None,
+        *,
+        dims: int = DIMS,
+        default: Callable[[str], list[float]] | None = None,
+    ) -> None:
+        self.vectors = dict(vectors or {})
+        self.dims = dims
+        self.default = default or (
+            lambda text: unit(*[(hash(text) >> s) % 7 + 1 for s in range(dims)], dims=dims)
+        )
+        self.calls: list[tuple[list[str], str]] = []
+        self.fail = False
+
+    async def embed(self, texts: Sequence[str], task: str) -> list[list[float]]:
+        if self.fail:
+            raise GeminiError("embedding failed", purpose=Purpose.EMBED, status=503, retryable=True)
+        self.calls.append((list(texts), task))
+        return [list(self.vectors[t]) if t in self.vectors else self.default(t) for t in texts]
+
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class FakeLLM:
+    """Answers generate_json from per-purpose handlers that receive the decoded JSON prompt."""
+
+    def __init__(self, *, extract: Handler | None = None, consolidate: Handler | None = None) -> None:
+        self.handlers: dict[Purpose, Handler] = {
+            Purpose.EXTRACT: extract or (lambda payload: {"facts": []}),
+            Purpose.CONSOLIDATE: consolidate or (lambda payload: {"decisions": []}),
+        }
+        self.calls: list[tuple[Purpose, dict[str, Any]]] = []
+        self.fail_with: GeminiError | None = None
+
+    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
+        payload = json.loads(prompt)
+        self.calls.append((purpose, payload))
+        if self.fail_with is not None:
+            raise self.fail_with
+        return schema.model_validate(self.handlers[purpose](payload))
+
+    def count(self, purpose: Purpose) -> int:
+        return sum(1 for p, _ in self.calls if p is purpose)

@@ -1,0 +1,223 @@
+"""Capture: skip rules, odd input, edits and deletions in the buffer, flush triggers, Gemini failures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.llm.gemini import GeminiError, Purpose
+from bot.memory.capture import FlushPolicy
+from bot.memory.service import MemoryService
+from bot.memory.store import AsyncStore, Store
+from tests.conftest import make_settings
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.test_pipeline import SCOPE, msg
+
+
+def echo_extractor(payload: dict[str, Any]) -> dict[str, Any]:
+    """One fact per human message: '<Name> said: <text>'."""
+    return {
+        "facts": [
+            {
+                "user_id": m["author_id"],
+                "text": f"{m['author']} said: {m['text']}",
+                "source_message_ids": [m["id"]],
+            }
+            for m in payload["messages"]
+            if not m["bot"]
+        ]
+    }
+
+
+async def pending(service: MemoryService) -> list[str]:
+    await service.capture_buffer.wait_written()
+    return [m.content for m in await service.store.call(Store.pending_messages, "c1", 1000)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "😀🎉🔥",
+        "<@123> <@!456> <#789> <@&111>",
+        "<:party:12345> <a:dance:678>",
+        "\u200b\u200d\ufeff",
+        "https://example.com/x",
+        "\x00",
+    ],
+)
+async def test_messages_with_nothing_to_read_are_skipped(service: MemoryService, text: str) -> None:
+    assert service.capture(msg("m1", "alice", text), guild_id=100) is False
+    assert await pending(service) == []
+
+
+async def test_odd_but_readable_messages_are_kept_clean(service: MemoryService) -> None:
+    long_text = "I love hiking. " * 266 + "end"  # 3,993 characters
+    assert len(long_text) > 3900
+    assert service.capture(msg("m1", "alice", long_text), guild_id=100)
+    assert service.capture(msg("m2", "alice", "zero\u200bwidth and a NUL\x00 byte"), guild_id=100)
+    assert service.capture(msg("m3", "alice", "x" * 10_000), guild_id=100)
+    stored = await pending(service)
+    assert stored[0] == long_text
+    assert stored[1] == "zerowidth and a NUL byte"
+    assert len(stored[2]) == 4000
+
+
+async def test_opt_out_ignored_channels_disabled_guilds_and_the_marker(service: MemoryService) -> None:
+    await service.set_opt_out(SCOPE, "bob", True)
+    assert not service.capture(msg("m1", "bob", "I am Bob"), guild_id=100)
+    # Opting out in one guild does not opt out of DMs (nor of other guilds).
+    assert service.capture(replace(msg("m1b", "bob", "I am Bob in DMs", channel="dm1"), scope="dm"))
+    assert not service.capture(msg("m2", "alice", "!nomem my password is hunter2"), guild_id=100)
+    await service.set_channel_ignored(100, "c1", True)
+    assert not service.capture(msg("m3", "alice", "ignored channel"), guild_id=100)
+    assert not service.capture(
+        msg("m3t", "alice", "thread of an ignored channel", channel="t1"),
+        guild_id=100,
+        parent_channel_id="c1",
+    )
+    await service.set_channel_ignored(100, "c1", False)
+    await service.update_guild(100, memory_enabled=False)
+    assert not service.capture(msg("m4", "alice", "memory is off"), guild_id=100)
+    await service.update_guild(100, memory_enabled=True)
+    assert service.capture(msg("m5", "alice", "memory is back on"), guild_id=100)
+    await service.set_opt_out(SCOPE, "bob", False)
+    assert service.capture(msg("m6", "bob", "I am back"), guild_id=100)
+    assert await pending(service) == ["memory is back on", "I am back"]
+
+
+async def test_opting_out_drops_buffered_messages(service: MemoryService) -> None:
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
+    service.capture(msg("m2", "alice", "I collect coins"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    await service.set_opt_out(SCOPE, "bob", True)
+    assert await pending(service) == ["I collect coins"]
+
+
+async def test_edits_and_deletions_apply_to_buffered_messages(service: MemoryService, llm: FakeLLM) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I live in Pariss"), guild_id=100)
+    service.message_edited("m1", "I live in Paris")
+    service.capture(msg("m2", "alice", "my PIN is 1234"), guild_id=100)
+    await service.message_deleted("m2")
+    await service.flush_now()
+    [(_, payload)] = llm.calls
+    assert [m["text"] for m in payload["messages"]] == ["I live in Paris"]
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I live in Paris"]
+
+
+async def test_a_chunk_whose_messages_were_all_deleted_teaches_nothing(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I have a secret hobby"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    await service.message_deleted("m1")
+    await service.flush_now()
+    assert llm.calls == []
+    assert await service.store.call(Store.count_facts, SCOPE, "alice") == 0
+
+
+async def test_deleting_a_fact_source_after_the_flush_forgets_the_fact(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I play the oboe"), guild_id=100)
+    service.capture(msg("m2", "alice", "I play the harp"), guild_id=100)
+    await service.flush_now()
+    assert len(await service.list_facts(SCOPE, "alice")) == 2
+    assert await service.message_deleted("m1") == 1
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I play the harp"]
+
+
+async def test_gemini_failing_leaves_messages_pending_until_it_answers(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    llm.fail_with = GeminiError("Gemini is overloaded", purpose=Purpose.EXTRACT, status=503, retryable=True)
+    service.capture(msg("m1", "alice", "I am learning Welsh"), guild_id=100)
+    with pytest.raises(GeminiError):
+        await service.flush_now()
+    assert await pending(service) == ["I am learning Welsh"]
+    rows = await service.store.call(Store.pending_messages, "c1", 10)
+    assert rows[0].attempts == 1
+    llm.fail_with = None
+    await service.flush_now()
+    assert await pending(service) == []
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I am learning Welsh"]
+
+
+@pytest.fixture
+async def quick_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, FakeLLM]]:
+    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.3, memory_flush_max_messages=3)
+    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    llm = FakeLLM(extract=echo_extractor)
+    svc = MemoryService(store, llm, FakeEmbedder(), settings)
+    svc.capture_buffer.policy = FlushPolicy(0.3, 3, 3600, 2, 0.05)
+    await svc.start()
+    yield svc, llm
+    await svc.close(timeout=2)
+
+
+async def wait_until(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_quiet_channel_flushes_by_itself(quick_service: tuple[MemoryService, FakeLLM]) -> None:
+    service, llm = quick_service
+    service.capture(msg("m1", "alice", "I brew my own beer"), guild_id=100)
+    await asyncio.sleep(0.15)
+    assert llm.calls == []  # not quiet long enough yet
+
+    async def learned() -> bool:
+        return await service.count_facts(SCOPE, "alice") == 1
+
+    await wait_until(learned)
+
+
+async def test_a_large_buffer_flushes_before_it_goes_quiet(
+    quick_service: tuple[MemoryService, FakeLLM],
+) -> None:
+    service, llm = quick_service
+    service.capture_buffer.policy = FlushPolicy(60, 3, 3600, 2, 0.05)
+    for i in range(7):
+        service.capture(msg(f"m{i}", "alice", f"fact number {i}"), guild_id=100)
+
+    async def two_chunks() -> bool:
+        return llm.count(Purpose.EXTRACT) >= 2
+
+    await wait_until(two_chunks)
+    assert [len(p["messages"]) for _, p in llm.calls[:2]] == [3, 3]
+    assert await service.store.call(Store.count_pending) == 1  # the 7th waits for quiet or more company
+
+
+async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.2)
+    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    first = MemoryService(store, FakeLLM(), FakeEmbedder(), settings)
+    first.capture_buffer.policy = FlushPolicy(3600, 50, 3600, 2, 0.05)
+    await first.start()
+    first.capture(msg("m1", "alice", "I was captured before a restart"), guild_id=100)
+    await first.close()
+
+    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    llm = FakeLLM(extract=echo_extractor)
+    second = MemoryService(store, llm, FakeEmbedder(), settings)
+    await second.start()
+    try:
+
+        async def learned() -> bool:
+            return await second.count_facts(SCOPE, "alice") == 1
+
+        await wait_until(learned)
+    finally:
+        await second.close()

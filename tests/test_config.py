@@ -1,0 +1,73 @@
+"""Settings: defaults, validation messages that name the variable, secrets kept out of output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import ConfigError, Settings, load_settings
+
+
+def test_defaults_with_an_empty_environment() -> None:
+    s = load_settings({})
+    assert s.embedding_dimensions == 768 and s.memory_flush_quiet_seconds == 60
+    assert s.memory_flush_max_messages == 50 and s.memory_flush_max_age_seconds == 600
+    assert s.database_path == Path("data/memory.sqlite3") and s.chat_history_limit == 20
+    assert s.missing("discord_token", "gemini_api_key") == [
+        "DISCORD_TOKEN is not set (the bot token from the Discord developer portal)",
+        "GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)",
+    ]
+
+
+def test_values_are_parsed_and_google_api_key_is_accepted() -> None:
+    s = load_settings(
+        {
+            "GOOGLE_API_KEY": "g-key",
+            "EMBEDDING_DIMENSIONS": "1536",
+            "AUTO_REPLY_CHANNEL_IDS": "1, 2;3",
+            "DEV_GUILD_ID": "42",
+            "LOG_LEVEL": "debug",
+            "GEMINI_BASE_URL": "http://127.0.0.1:9/",
+        }
+    )
+    assert s.gemini_api_key == "g-key" and s.embedding_dimensions == 1536
+    assert s.auto_reply_channel_ids == frozenset({1, 2, 3}) and s.dev_guild_id == 42
+    assert s.log_level == "DEBUG" and s.gemini_base_url == "http://127.0.0.1:9"
+
+
+def test_every_bad_value_is_named_with_what_is_expected() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings(
+            {
+                "EMBEDDING_DIMENSIONS": "lots",
+                "MEMORY_FLUSH_MAX_MESSAGES": "0",
+                "DEV_GUILD_ID": "abc",
+                "RECALL_MAX_DISTANCE": "3",
+                "GEMINI_BASE_URL": "localhost:8080",
+            }
+        )
+    problems = err.value.problems
+    assert len(problems) == 5
+    assert "EMBEDDING_DIMENSIONS='lots' is not valid: expected a positive integer such as 768" in problems
+    assert any(p.startswith("MEMORY_FLUSH_MAX_MESSAGES='0'") for p in problems)
+    assert any(p.startswith("GEMINI_BASE_URL='localhost:8080'") and "http" in p for p in problems)
+
+
+def test_secrets_are_masked() -> None:
+    s = Settings(discord_token="MTIzNDU2Nzg5.abcdef.secret-part-xyz9", gemini_api_key="")
+    masked = s.masked()
+    assert masked["DISCORD_TOKEN"] == "****xyz9" and "secret" not in str(masked)
+    assert masked["GEMINI_API_KEY"] == "(not set)"
+
+
+def test_dotenv_file_is_read_but_the_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("DISCORD_TOKEN=from-file\nCHAT_HISTORY_LIMIT=7\n")
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    monkeypatch.delenv("CHAT_HISTORY_LIMIT", raising=False)
+    monkeypatch.setenv("CHAT_HISTORY_LIMIT", "9")
+    s = load_settings(dotenv_path=env_file)
+    assert s.discord_token == "from-file" and s.chat_history_limit == 9

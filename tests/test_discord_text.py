@@ -1,0 +1,38 @@
+"""Splitting long answers for Discord's 2,000-character limit."""
+
+from __future__ import annotations
+
+from bot.discord_text import split_message
+
+
+def test_short_text_is_one_part() -> None:
+    assert split_message("  hello  ") == ["hello"]
+    assert split_message("   ") == []
+
+
+def test_cuts_on_paragraphs_then_lines_then_words() -> None:
+    paragraphs = "\n\n".join(f"Paragraph {i}. " + "word " * 150 for i in range(8))
+    parts = split_message(paragraphs)
+    assert len(parts) > 1 and all(len(p) <= 2000 for p in parts)
+    assert all(p.startswith("Paragraph") for p in parts)
+    words = " ".join(["lorem"] * 1000)
+    parts = split_message(words)
+    assert all(len(p) <= 2000 and not p.endswith(" ") for p in parts)
+    assert " ".join(parts) == words
+
+
+def test_code_fences_are_closed_and_reopened() -> None:
+    code = "\n".join(f"print({i})  # a line of code" for i in range(150))
+    text = "Here is the script:\n\n```python\n" + code + "\n```\n\nThat's it."
+    parts = split_message(text)
+    assert len(parts) >= 3 and all(len(p) <= 2000 for p in parts)
+    for part in parts:
+        assert part.count("```") % 2 == 0, part[-80:]
+    assert parts[1].startswith("```python\n")
+    rebuilt = "".join(p.replace("```python\n", "").replace("\n```", "") for p in parts)
+    assert all(f"print({i})" in rebuilt for i in range(150))
+
+
+def test_a_word_longer_than_the_limit_is_cut_hard() -> None:
+    parts = split_message("x" * 4500)
+    assert [len(p) for p in parts] == [1996, 1996, 508]

@@ -1,0 +1,58 @@
+"""A crash between capture and flush loses nothing: the next start flushes what the killed process captured."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from bot.llm.gemini import Purpose
+from bot.memory.capture import FlushPolicy
+from bot.memory.service import MemoryService
+from bot.memory.store import AsyncStore, Store
+from tests.conftest import make_settings
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.test_capture import echo_extractor, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_path: Path) -> None:
+    db = tmp_path / "crash.sqlite3"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.durability_child",
+        str(db),
+        "9",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert child.stdout is not None
+    line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+    assert line == b"CAPTURED\n"
+    child.send_signal(signal.SIGKILL)
+    assert await child.wait() == -signal.SIGKILL
+
+    settings = make_settings(tmp_path, database_path=db)
+    store = await AsyncStore.open(db, embedding_model="fake-embedding", dimensions=DIMS)
+    assert await store.call(Store.count_pending) == 9
+    llm = FakeLLM(extract=echo_extractor)
+    service = MemoryService(store, llm, FakeEmbedder(), settings)
+    service.capture_buffer.policy = FlushPolicy(quiet_seconds=0.1, tick_seconds=0.05)
+    await service.start()
+    try:
+
+        async def all_learned() -> bool:
+            stats = await service.stats()
+            return stats["facts"]["active"] == 9 and stats["pending_messages"] == 0
+
+        await wait_until(all_learned, timeout=10)
+        assert llm.count(Purpose.EXTRACT) == 1
+        texts = sorted(f.text for f in await service.list_facts("guild:100", "user0"))
+        assert texts == sorted(f"User0 said: I have a pet number {i}" for i in (0, 3, 6))
+    finally:
+        await service.close()

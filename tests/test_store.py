@@ -1,0 +1,188 @@
+"""Integration tests of the store on real SQLite + sqlite-vec."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from bot.memory.db import DatabaseError
+from bot.memory.models import Decision, FactStatus, NewFact, Operation
+from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, keyword_query
+from tests.fakes import DIMS, angled, unit
+
+
+def fact(scope: str, user: str, text: str, vector: list[float], sources: list[str] | None = None) -> NewFact:
+    return NewFact(scope, user, user.title(), text, sources or [], embedding=vector)
+
+
+def test_knn_finds_a_persons_own_facts_when_10000_other_vectors_are_closer(store: Store) -> None:
+    query = unit(1.0)
+    rng = random.Random(7)
+    crowd = [
+        fact("guild:1", f"other{i % 500}", f"crowd fact {i}", angled(rng.uniform(0, 2)))
+        for i in range(10_000)
+    ]
+    store.add_facts(crowd)
+    own_angles = [40, 25, 60, 33, 50, 80]
+    own_ids = store.add_facts(
+        [fact("guild:1", "alice", f"alice fact {a}", angled(a, towards=2)) for a in own_angles]
+    )
+    hits = store.knn("guild:1", "alice", query, 5)
+    expected = [fid for _, fid in sorted(zip(own_angles, own_ids, strict=True))][:5]
+    assert [f.id for f, _ in hits] == expected
+    assert all(f.user_id == "alice" for f, _ in hits)
+    distances = [d for _, d in hits]
+    assert distances == sorted(distances)
+    assert distances[0] == pytest.approx(1 - 0.9063, abs=1e-3)  # cos(25°)
+    # The distance threshold cuts off what is too far.
+    assert [f.id for f, _ in store.knn("guild:1", "alice", query, 5, max_distance=0.25)] == expected[:3]
+
+
+def test_scopes_never_leak(store: Store) -> None:
+    v = unit(1.0)
+    store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice plays the cello in guild one", v),
+            fact("guild:2", "alice", "Alice plays the drums in guild two", v),
+            fact("dm", "alice", "Alice plays the flute in private", v),
+        ]
+    )
+    for scope, word in [("guild:1", "cello"), ("guild:2", "drums"), ("dm", "flute")]:
+        texts = [f.text for f, _ in store.knn(scope, "alice", v, 10)]
+        assert len(texts) == 1 and word in texts[0]
+        assert [f.text for f in store.keyword_search(scope, "alice", "cello drums flute plays", 10)] == texts
+        assert [f.text for f in store.list_facts(scope, "alice")] == texts
+    assert store.knn("guild:3", "alice", v, 10) == []
+
+
+def test_keyword_search_is_confined_to_one_person(store: Store) -> None:
+    store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice lives in Reykjavik", unit(1.0)),
+            fact("guild:1", "bob", "Bob lives in Reykjavik too", unit(1.0)),
+        ]
+    )
+    hits = store.keyword_search("guild:1", "bob", "who is in reykjavik?", 10)
+    assert [f.user_id for f in hits] == ["bob"]
+    assert keyword_query("the and of") is None
+    assert keyword_query('say "quoted" OR NEAR(x)') is not None
+    # Query syntax in the text is quoted, never interpreted.
+    assert store.keyword_search("guild:1", "bob", 'NEAR("x" "y") AND OR *', 10) == []
+
+
+def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    first = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    assert first.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    first.add_facts([fact("dm", "alice", "Alice keeps bees", unit(1.0))])
+    tables = first.conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
+    assert first.migrate() == len(MIGRATIONS)
+    first.close()
+    for _ in range(2):
+        again = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+        assert again.conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall() == tables
+        assert [f.text for f in again.list_facts("dm", "alice")] == ["Alice keeps bees"]
+        assert again.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        again.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "n.sqlite3"
+    Store.open(path, embedding_model="fake-embedding", dimensions=DIMS).close()
+    s = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    s.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    s.close()
+    with pytest.raises(DatabaseError, match="newer than this bot"):
+        Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+
+
+def test_another_embedding_model_or_dimension_names_reembed(tmp_path: Path) -> None:
+    path = tmp_path / "e.sqlite3"
+    Store.open(path, embedding_model="fake-embedding", dimensions=DIMS).close()
+    with pytest.raises(EmbeddingMismatchError, match="python -m bot reembed"):
+        Store.open(path, embedding_model="other-model", dimensions=DIMS)
+    with pytest.raises(EmbeddingMismatchError, match="at 16"):
+        Store.open(path, embedding_model="fake-embedding", dimensions=16)
+
+
+def test_forget_leaves_no_trace(tmp_path: Path) -> None:
+    path = tmp_path / "f.sqlite3"
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    secret = "Zanzibarquux"
+    [old] = store.add_facts(
+        [fact("guild:1", "alice", f"Alice owns a boat named {secret}", unit(1.0), ["m1"])]
+    )
+    merged = NewFact(
+        "guild:1", "alice", "Alice", f"Alice sails {secret} on weekends", ["m2"], embedding=unit(1, 0.1)
+    )
+    store.apply_flush(
+        [
+            Operation(
+                Decision.MERGE,
+                merged,
+                old,
+                merged_text=f"Alice owns {secret} and sails it",
+                merged_embedding=unit(1, 0.2),
+            )
+        ]
+    )
+    store.add_facts([fact("guild:1", "bob", "Bob likes tea", unit(0, 1.0))])
+    assert store.count_facts("guild:1", "alice", all_statuses=True) == 2
+
+    assert store.forget("guild:1", "alice") == 2
+    conn = store.conn
+    assert conn.execute("SELECT count(*) FROM facts WHERE user_id = 'alice'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM fact_vectors WHERE user_id = 'alice'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (secret,)).fetchone()[0] == 0
+    )
+    assert (
+        conn.execute("SELECT count(*) FROM fact_events WHERE detail LIKE ?", (f"%{secret}%",)).fetchone()[0]
+        == 0
+    )
+    blobs = conn.execute("SELECT block FROM facts_fts_data").fetchall()
+    assert not any(secret.lower().encode() in bytes(b[0]) for b in blobs if b[0])
+    forgotten = conn.execute("SELECT detail FROM fact_events WHERE kind = 'forgotten'").fetchall()
+    assert forgotten == [('{"count": 2, "all": true}',)]
+    assert [f.text for f in store.list_facts("guild:1", "bob")] == ["Bob likes tea"]
+    store.close()
+    raw = path.read_bytes() + (
+        path.with_name(path.name + "-wal").read_bytes()
+        if path.with_name(path.name + "-wal").exists()
+        else b""
+    )
+    assert secret.encode() not in raw and secret.lower().encode() not in raw
+
+
+def test_forget_one_fact_checks_the_owner(store: Store) -> None:
+    [alice_fact] = store.add_facts([fact("guild:1", "alice", "Alice is a pilot", unit(1.0))])
+    assert store.forget("guild:1", "bob", [alice_fact]) == 0
+    assert store.forget("guild:2", "alice", [alice_fact]) == 0
+    assert store.forget("guild:1", "alice", [alice_fact + 100]) == 0
+    assert store.get_fact(alice_fact) is not None
+    assert store.forget("guild:1", "alice", [alice_fact]) == 1
+    assert store.get_fact(alice_fact) is None
+
+
+def test_deleting_the_only_source_message_forgets_and_restores_what_it_replaced(store: Store) -> None:
+    [paris] = store.add_facts([fact("guild:1", "alice", "Alice lives in Paris", unit(1.0), ["m1"])])
+    berlin = NewFact("guild:1", "alice", "Alice", "Alice lives in Berlin", ["m2"], embedding=unit(1.0, 0.3))
+    [change] = store.apply_flush([Operation(Decision.INVALIDATE, berlin, paris)])
+    assert store.get_fact(paris).status is FactStatus.INVALIDATED  # type: ignore[union-attr]
+    assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [change.fact_id]
+
+    assert store.forget_message("m2") == [("guild:1", "alice", change.fact_id)]
+    assert store.get_fact(change.fact_id) is None  # type: ignore[arg-type]
+    restored = store.get_fact(paris)
+    assert restored is not None and restored.status is FactStatus.ACTIVE and restored.superseded_by is None
+    assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [paris]
+    assert [f.id for f in store.keyword_search("guild:1", "alice", "paris", 5)] == [paris]
+    # A fact with another source left survives the deletion of one of them.
+    store.apply_flush(
+        [Operation(Decision.DUPLICATE, NewFact("guild:1", "alice", "Alice", "x", ["m3"]), paris)]
+    )
+    assert store.forget_message("m1") == []
+    assert store.get_fact(paris).source_message_ids == ("m3",)  # type: ignore[union-attr]
