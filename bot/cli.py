@@ -97,8 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(dotenv_path=args.env_file)
     except ConfigError as exc:
         return _report(exc.problems)
+    # The bot logs to stdout (what hosts collect); operator commands keep stdout for their output.
     logging.basicConfig(
-        level=settings.log_level, stream=sys.stdout, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.log_level,
+        stream=sys.stdout if command == "run" else sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
         if command == "run":

@@ -1,0 +1,105 @@
+"""A rule-based stand-in for Gemini's judgement, plugged into the Gemini stand-in's generate_handler.
+
+It recognises the bot's two memory tasks by their marker lines and answers in their JSON shapes:
+extraction turns first-person sentences ("I live in Oslo", "My dog is Rex") into third-person facts of
+the speaker; consolidation invalidates a candidate that states the same kind of thing ("lives in",
+"works as") and keeps the rest. Chat requests get `chat_reply` (a string or a function of the body).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+
+_SENTENCE = re.compile(r"[^.!?\n]+")
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^i am (.+)$|^i'm (.+)$", re.I), "{name} is {0}"),
+    (re.compile(r"^my (.+?) is (.+)$", re.I), "{name}'s {0} is {1}"),
+    (re.compile(r"^i have (.+)$", re.I), "{name} has {0}"),
+    (re.compile(r"^i (\w+) (.+)$", re.I), "{name} {verb} {1}"),
+]
+
+
+def _third_person(verb: str) -> str:
+    if verb.endswith(("s", "sh", "ch", "x")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def sentence_fact(name: str, sentence: str) -> str | None:
+    """The third-person fact in a first-person sentence, or None when it is not about the speaker."""
+    s = sentence.strip().rstrip(",;:")
+    for pattern, template in _PATTERNS:
+        match = pattern.match(s)
+        if match:
+            groups = [g for g in match.groups() if g is not None]
+            if "{verb}" in template:
+                return template.format(*groups, name=name, verb=_third_person(groups[0].lower()))
+            return template.format(*groups, name=name)
+    return None
+
+
+def extract(payload: dict[str, Any]) -> dict[str, Any]:
+    facts = []
+    for message in payload["messages"]:
+        if message["bot"]:
+            continue
+        for sentence in _SENTENCE.findall(message["text"]):
+            fact = sentence_fact(message["author"], sentence)
+            if fact:
+                facts.append(
+                    {"user_id": message["author_id"], "text": fact, "source_message_ids": [message["id"]]}
+                )
+    return {"facts": facts}
+
+
+def _predicate(text: str) -> str:
+    """The kind of statement: the two words after the name ("lives in", "works as")."""
+    words = text.split()
+    return " ".join(words[1:3]).lower()
+
+
+def consolidate(payload: dict[str, Any]) -> dict[str, Any]:
+    decisions = []
+    for item in payload["new_facts"]:
+        same_kind = [c for c in item["candidates"] if _predicate(c["text"]) == _predicate(item["text"])]
+        if same_kind:
+            decisions.append(
+                {"new_fact": item["new_fact"], "decision": "INVALIDATE", "target_fact_id": same_kind[0]["id"]}
+            )
+        else:
+            decisions.append({"new_fact": item["new_fact"], "decision": "KEEP"})
+    return {"decisions": decisions}
+
+
+def system_text(body: dict[str, Any]) -> str:
+    parts = (body.get("systemInstruction") or body.get("system_instruction") or {}).get("parts", [])
+    return "".join(p.get("text", "") for p in parts)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    contents = body.get("contents", [])
+    return "".join(p.get("text", "") for p in contents[-1].get("parts", [])) if contents else ""
+
+
+class FakeBrain:
+    """Callable generate_handler: memory tasks by rule, chat by `chat_reply`; records chat requests."""
+
+    def __init__(self, chat_reply: str | Callable[[dict[str, Any]], str] = "Nice to hear from you!") -> None:
+        self.chat_reply = chat_reply
+        self.chat_requests: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system = system_text(body)
+        if system.startswith(EXTRACT_TASK):
+            return json.dumps(extract(json.loads(last_user_text(body))))
+        if system.startswith(CONSOLIDATE_TASK):
+            return json.dumps(consolidate(json.loads(last_user_text(body))))
+        self.chat_requests.append(body)
+        return self.chat_reply(body) if callable(self.chat_reply) else self.chat_reply

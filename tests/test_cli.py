@@ -1,0 +1,243 @@
+"""The operator CLI as a user runs it: `python -m bot ...` in a subprocess, Gemini stand-in on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.gemini_standin import GeminiStandIn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def run_cli(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The process environment minus every bot setting, plus `extra`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DISCORD_", "GEMINI_", "GOOGLE_", "DATABASE_"))
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+async def gemini() -> AsyncIterator[GeminiStandIn]:
+    async with GeminiStandIn() as standin:
+        yield standin
+
+
+async def test_check_with_nothing_configured_names_both_secrets(tmp_path: Path) -> None:
+    code, _, err = await run_cli(
+        "check", env=clean_env(DATABASE_PATH=str(tmp_path / "db.sqlite3")), cwd=tmp_path
+    )
+    assert code == 1
+    assert "DISCORD_TOKEN is not set" in err and "GEMINI_API_KEY is not set" in err
+
+
+async def test_check_with_dummy_values_reports_the_database_ok(tmp_path: Path) -> None:
+    env = clean_env(
+        DISCORD_TOKEN="dummy-discord-token-123456",
+        GEMINI_API_KEY="dummy-gemini-key-abcdef",
+        DATABASE_PATH=str(tmp_path / "new" / "memory.sqlite3"),
+    )
+    code, out, err = await run_cli("check", env=env, cwd=tmp_path)
+    assert code == 0, err
+    assert "database OK" in out and "sqlite-vec" in out
+    code, out, _ = await run_cli("check", "--json", env=env, cwd=tmp_path)
+    report = json.loads(out)
+    assert code == 0 and report["ok"] is True and report["database"]["fts5"] is True
+    assert report["settings"]["DISCORD_TOKEN"] == "****3456" and "dummy-gemini" not in out
+    assert (tmp_path / "new" / "memory.sqlite3").exists()
+
+
+async def test_a_malformed_setting_is_named(tmp_path: Path) -> None:
+    code, _, err = await run_cli("check", env=clean_env(EMBEDDING_DIMENSIONS="many"), cwd=tmp_path)
+    assert code == 1 and "EMBEDDING_DIMENSIONS='many' is not valid" in err
+
+
+def write_import(path: Path) -> None:
+    lines = []
+    topics = [
+        "chess",
+        "sailing",
+        "baking",
+        "climbing",
+        "violin",
+        "gardening",
+        "astronomy",
+        "pottery",
+        "judo",
+        "kites",
+    ]
+    for i in range(1000):
+        person = i % 10
+        scope = "guild:1" if (i // 10) % 2 == 0 else "guild:2"
+        lines.append(
+            json.dumps(
+                {
+                    "scope": scope,
+                    "user_id": str(1000 + person),
+                    "user_name": f"P{person}",
+                    "text": f"P{person} enjoys {topics[person]} session {i} on weekends",
+                }
+            )
+        )
+    lines.insert(10, "{not json")
+    lines.insert(20, json.dumps({"scope": "server:1", "user_id": "1", "text": "bad scope"}))
+    lines.insert(30, json.dumps({"scope": "dm", "user_id": "1"}))
+    lines.insert(40, "")
+    path.write_text("\n".join(lines) + "\n")
+
+
+async def test_import_then_recall_returns_the_right_persons_facts_only(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    env = clean_env(
+        GEMINI_API_KEY="k",
+        GEMINI_BASE_URL=gemini.base_url,
+        DATABASE_PATH=str(tmp_path / "m.sqlite3"),
+        GEMINI_MAX_RETRIES="1",
+    )
+    data = tmp_path / "facts.jsonl"
+    write_import(data)
+    code, out, err = await run_cli("facts", "import", str(data), "--json", env=env, cwd=tmp_path)
+    report = json.loads(out)
+    assert code == 1  # some lines were bad ...
+    assert report["imported"] == 1000 and report["read"] == 1000  # ... and every good one was imported
+    assert [re.search(r"facts\.jsonl:(\d+): ", line)[1] for line in report["bad_lines"]] == ["11", "21", "31"]
+    assert "facts.jsonl:11:" in err
+    assert gemini.counters["embed"]["requests"] == 10  # batches of 100
+
+    code, out, err = await run_cli(
+        "recall",
+        "--scope",
+        "guild:1",
+        "--user",
+        "1003",
+        "--query",
+        "anyone up for climbing this weekend?",
+        "--limit",
+        "5",
+        "--json",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert code == 0, err
+    answer = json.loads(out)
+    [user] = answer["users"]
+    assert user["user_id"] == "1003" and len(user["facts"]) == 5
+    ids = [f["id"] for f in user["facts"]]
+    code, out, _ = await run_cli(
+        "facts", "list", "--scope", "guild:1", "--user", "1003", "--json", env=env, cwd=tmp_path
+    )
+    own = {f["id"] for f in json.loads(out)}
+    assert len(own) == 50 and set(ids) <= own
+    assert all(f["text"].startswith("P3 enjoys climbing") for f in user["facts"])
+    assert answer["block"].startswith("<background_facts>")
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        json.dumps(
+            {"scope": "guild:2", "user_ids": ["1001", "1005"], "query": "sailing or gardening on weekends"}
+        )
+        + "\n"
+        + "not json\n"
+        + json.dumps({"scope": "dm", "user_ids": ["1001"], "query": "anything"})
+        + "\n"
+    )
+    code, out, err = await run_cli("recall", "--queries", str(queries), env=env, cwd=tmp_path)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and "q.jsonl:2:" in err
+    assert [r.get("line") for r in rows] == [1, 2, 3]
+    by_user = {u["user_id"]: u["facts"] for u in rows[0]["users"]}
+    assert by_user["1001"] and all(f["text"].startswith("P1 ") for f in by_user["1001"])
+    assert by_user["1005"] and all(f["text"].startswith("P5 ") for f in by_user["1005"])
+    assert rows[2]["users"][0]["facts"] == []  # nothing was imported into DMs
+
+
+async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> None:
+    env = clean_env(
+        GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(tmp_path / "m.sqlite3")
+    )
+    data = tmp_path / "f.jsonl"
+    data.write_text(
+        "\n".join(
+            json.dumps({"scope": "dm", "user_id": "7", "text": f"Seven likes {w}"})
+            for w in ("tea", "jazz", "rain")
+        )
+    )
+    assert (await run_cli("facts", "import", str(data), env=env, cwd=tmp_path))[0] == 0
+    code, out, _ = await run_cli(
+        "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
+    )
+    first = json.loads(out)[0]["id"]
+    code, out, err = await run_cli(
+        "facts", "forget", "--scope", "dm", "--user", "8", "--id", str(first), env=env, cwd=tmp_path
+    )
+    assert code == 1 and f"no fact #{first} for user 8 in dm" in err
+    code, out, _ = await run_cli(
+        "facts", "forget", "--scope", "dm", "--user", "7", "--id", str(first), "--json", env=env, cwd=tmp_path
+    )
+    assert code == 0 and json.loads(out) == {"forgotten": 1}
+    code, out, _ = await run_cli("stats", "--json", env=env, cwd=tmp_path)
+    assert json.loads(out)["facts"]["active"] == 2
+    code, out, _ = await run_cli(
+        "facts", "forget", "--scope", "dm", "--user", "7", "--all", env=env, cwd=tmp_path
+    )
+    assert code == 0 and "forgot 2 fact(s)" in out
+    code, _, err = await run_cli("facts", "list", "--scope", "nowhere", "--user", "7", env=env, cwd=tmp_path)
+    assert code == 2 and "invalid scope" in err
+
+
+async def test_changing_the_embedding_dimension_requires_reembed(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    env = clean_env(
+        GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(tmp_path / "m.sqlite3")
+    )
+    data = tmp_path / "f.jsonl"
+    data.write_text(
+        "\n".join(
+            json.dumps({"scope": "dm", "user_id": "7", "text": f"Seven likes {w}"})
+            for w in ("tea", "jazz", "rain")
+        )
+    )
+    assert (await run_cli("facts", "import", str(data), env=env, cwd=tmp_path))[0] == 0
+    env["EMBEDDING_DIMENSIONS"] = "256"
+    code, _, err = await run_cli(
+        "recall", "--scope", "dm", "--user", "7", "--query", "tea", env=env, cwd=tmp_path
+    )
+    assert code == 1 and "python -m bot reembed" in err
+    code, out, err = await run_cli("reembed", "--batch", "2", "--json", env=env, cwd=tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["reembedded"] == 3
+    code, out, err = await run_cli(
+        "recall", "--scope", "dm", "--user", "7", "--query", "tea", "--json", env=env, cwd=tmp_path
+    )
+    assert code == 0, err
+    assert json.loads(out)["users"][0]["facts"][0]["text"] == "Seven likes tea"
