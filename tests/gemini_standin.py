@@ -1,0 +1,428 @@
+"""A local stand-in for Gemini's REST API, so the real google-genai client can be tested without internet.
+
+It speaks what google-genai sends when given a `base_url`: `POST /{v1|v1beta}/models/{model}:generateContent`,
+`:streamGenerateContent?alt=sse` (server-sent events, one JSON object per `data:` line, as the real API),
+`:batchEmbedContents` and `:embedContent`. Answers carry `usageMetadata` and errors use the real error JSON
+(including `google.rpc.RetryInfo`), so retry and accounting code meets the shapes it will meet in production.
+Tests replace `generate_handler` / `embed_handler` and queue faults with `fail_next`, `hang_next`,
+`malformed_next` and `block_next`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import json
+import math
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+ROUTE = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
+KINDS = {
+    "generateContent": "generate",
+    "streamGenerateContent": "stream",
+    "batchEmbedContents": "embed",
+    "embedContent": "embed",
+}
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+DEFAULT_EMBED_DIMS = 3072
+MALFORMED_TEXT = '{"facts": [{"user_id": "1", "text": "cut off in the middl'
+WORD = re.compile(r"\w+", re.UNICODE)
+STOP_WORDS = frozenset(
+    "a an the is are was were be been to of in on at for and or but this that these those it its i you he she "
+    "we they me my your his her our their up has have had do does did with from by as so if not no yes any "
+    "anyone what where who when how why which there here".split()
+)
+BASELINE_SIMILARITY_WEIGHT = 0.6
+
+GenerateHandler = Callable[[dict[str, Any]], "str | Awaitable[str]"]
+EmbedHandler = Callable[[str, "str | None", "int | None"], list[float]]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the stand-in saw it; `kind` is None for routes it does not serve."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    model: str | None
+    kind: str | None
+    json: Any
+    headers: dict[str, str]
+
+
+@dataclass
+class _Fault:
+    action: str  # "fail" | "hang" | "malformed" | "block"
+    kind: str | None
+    status: int = 500
+    retry_after: float | None = None
+    retry_info_delay: str | None = None
+
+
+def tokens(text_length: int) -> int:
+    """The stand-in's token estimate: about four characters a token, rounded up."""
+    return math.ceil(text_length / 4)
+
+
+def text_parts(value: Any) -> list[str]:
+    """Every `text` string inside a request or response body, in order."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "text" and isinstance(item, str):
+                found.append(item)
+            else:
+                found.extend(text_parts(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(text_parts(item))
+    return found
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def hashed_embedding(text: str, task_type: str | None, dims: int | None) -> list[float]:
+    """Deterministic bag of words + character trigrams, feature-hashed into `dims` signed buckets.
+
+    Words are lower-cased, crudely stemmed ("weekends" ~ "weekend") and stop words dropped; a shared component
+    gives every pair a baseline similarity, as real embeddings have. With it, cosine distances fall where the
+    bot's default thresholds expect real ones: same text 0, same topic ~0.1-0.35, loosely related ~0.35-0.5,
+    unrelated ~0.65-0.7. Deliberately NOT normalised (the client must normalise).
+    """
+    size = dims or DEFAULT_EMBED_DIMS
+    vector = [0.0] * size
+    words = [_stem(w) for w in WORD.findall(text.lower()) if w not in STOP_WORDS]
+    features: list[tuple[str, float]] = [("w:" + w, 3.0) for w in words]
+    for word in words:
+        padded = f" {word} "
+        features += [("t:" + padded[i : i + 3], 1.0) for i in range(len(padded) - 2)]
+    if not features:
+        features = [("empty", 1.0)]
+    for feature, weight in features:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        number = int.from_bytes(digest, "big")
+        vector[number % size] += weight if (number >> 63) & 1 else -weight
+    norm = math.sqrt(math.fsum(v * v for v in vector)) or 1.0
+    vector = [3.0 * v / norm for v in vector]
+    vector[0] += 3.0 * BASELINE_SIMILARITY_WEIGHT
+    return vector
+
+
+def _default_generate(body: dict[str, Any]) -> str:
+    return "OK"
+
+
+class GeminiStandIn:
+    """An aiohttp server on 127.0.0.1 (random free port) that answers like Gemini's REST API."""
+
+    def __init__(self, *, api_key: str | None = None) -> None:
+        # api_key None accepts any non-empty key; a string makes other keys fail like the real API (400).
+        self.api_key = api_key
+        self.base_url = ""
+        self.requests: list[RecordedRequest] = []
+        self.generate_handler: GenerateHandler = _default_generate
+        self.embed_handler: EmbedHandler = hashed_embedding
+        self.stream_chunk_size = 40
+        self.stream_chunk_delay = 0.0
+        self.latency = 0.0
+        self.counters: dict[str, dict[str, int]] = {}
+        self.reset_counters()
+        self._faults: list[_Fault] = []
+        self._runner: web.AppRunner | None = None
+        self._release = asyncio.Event()
+
+    # ---- lifecycle ------------------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._release = asyncio.Event()
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[union-attr]
+        port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self.base_url
+
+    async def stop(self) -> None:
+        self._release.set()  # let hung handlers finish so shutdown is quick
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> GeminiStandIn:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ---- test controls --------------------------------------------------------------------------------------
+
+    def reset_counters(self) -> None:
+        self.counters = {
+            kind: {"requests": 0, "prompt_tokens": 0, "output_tokens": 0} for kind in ("generate", "stream")
+        }
+        self.counters["embed"] = {"requests": 0, "prompt_tokens": 0, "output_tokens": 0, "texts": 0}
+
+    def fail_next(
+        self,
+        status: int = 500,
+        *,
+        count: int = 1,
+        retry_after: float | None = None,
+        retry_info_delay: str | None = None,
+        kind: str | None = None,
+    ) -> None:
+        """Answer the next `count` requests (of `kind`, if given) with an error in the real API's shape."""
+        self._faults += [_Fault("fail", kind, status, retry_after, retry_info_delay) for _ in range(count)]
+
+    def hang_next(self, *, count: int = 1, kind: str | None = None) -> None:
+        """Never answer the next `count` requests (until `stop`), to exercise client timeouts."""
+        self._faults += [_Fault("hang", kind) for _ in range(count)]
+
+    def malformed_next(self, *, count: int = 1, kind: str | None = None) -> None:
+        """Answer 200 with a model text that is not valid JSON (embed requests: a body that is not JSON)."""
+        self._faults += [_Fault("malformed", kind) for _ in range(count)]
+
+    def block_next(self, *, count: int = 1, kind: str | None = None) -> None:
+        """Answer with a safety block: promptFeedback.blockReason SAFETY and no candidates (not for embed)."""
+        self._faults += [_Fault("block", kind) for _ in range(count)]
+
+    def of_kind(self, kind: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.kind == kind]
+
+    # ---- serving --------------------------------------------------------------------------------------------
+
+    def _take_fault(self, kind: str) -> _Fault | None:
+        for index, fault in enumerate(self._faults):
+            if fault.kind not in (None, kind):
+                continue
+            if fault.action == "block" and kind == "embed":
+                continue
+            return self._faults.pop(index)
+        return None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        match = ROUTE.match(request.path)
+        method = match["method"] if match else ""
+        kind = KINDS.get(method) if match and request.method == "POST" else None
+        self.requests.append(
+            RecordedRequest(
+                method=request.method,
+                path=request.path,
+                query=dict(request.query),
+                model=match["model"] if match else None,
+                kind=kind,
+                json=body,
+                headers=dict(request.headers),
+            )
+        )
+        if self.latency:
+            await self._pause(self.latency)
+        if kind is None:
+            return _error(404, f"Method not found: {request.method} {request.path}")
+        self.counters[kind]["requests"] += 1
+        key = request.headers.get("x-goog-api-key") or request.query.get("key")
+        if not key:
+            return _error(
+                403,
+                "Method doesn't allow unregistered callers (callers without established identity). "
+                "Please use API Key or other form of API consumer identity to call this API.",
+            )
+        if self.api_key is not None and key != self.api_key:
+            return _error(400, "API key not valid. Please pass a valid API key.", reason="API_KEY_INVALID")
+        if not isinstance(body, dict):
+            return _error(400, "Invalid JSON payload received.")
+
+        fault = self._take_fault(kind)
+        if fault is not None and fault.action == "fail":
+            return _error(
+                fault.status,
+                f"stand-in fault {fault.status}",
+                retry_after=fault.retry_after,
+                retry_info_delay=fault.retry_info_delay,
+            )
+        if fault is not None and fault.action == "hang":
+            await self._release.wait()
+            return _error(503, "stand-in stopped while hanging")
+
+        assert match is not None
+        model = match["model"]
+        if kind == "embed":
+            return self._embed(method, model, body, malformed=fault is not None)
+        prompt_tokens = tokens(
+            sum(len(t) for t in text_parts({k: body.get(k) for k in ("contents", "systemInstruction")}))
+        )
+        if fault is not None and fault.action == "block":
+            self.counters[kind]["prompt_tokens"] += prompt_tokens
+            blocked = {
+                "promptFeedback": {
+                    "blockReason": "SAFETY",
+                    "safetyRatings": [
+                        {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": True}
+                    ],
+                },
+                "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+                "modelVersion": model,
+                "responseId": uuid.uuid4().hex[:16],
+            }
+            if kind == "stream":
+                return await self._sse(request, [blocked])
+            return web.json_response(blocked)
+
+        if fault is not None and fault.action == "malformed":
+            text = MALFORMED_TEXT
+        else:
+            produced = self.generate_handler(body)
+            text = await produced if inspect.isawaitable(produced) else produced
+        output_tokens = tokens(len(text))
+        self.counters[kind]["prompt_tokens"] += prompt_tokens
+        self.counters[kind]["output_tokens"] += output_tokens
+        response_id = uuid.uuid4().hex[:16]
+        if kind == "generate":
+            return web.json_response(
+                {
+                    "candidates": [_candidate(text, "STOP")],
+                    "usageMetadata": _usage(prompt_tokens, output_tokens),
+                    "modelVersion": model,
+                    "responseId": response_id,
+                }
+            )
+        size = max(1, self.stream_chunk_size)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        chunks = []
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1
+            so_far = tokens(sum(len(p) for p in pieces[: index + 1]))
+            chunks.append(
+                {
+                    "candidates": [_candidate(piece, "STOP" if last else None)],
+                    "usageMetadata": _usage(prompt_tokens, so_far),
+                    "modelVersion": model,
+                    "responseId": response_id,
+                }
+            )
+        return await self._sse(request, chunks)
+
+    def _embed(self, method: str, model: str, body: dict[str, Any], *, malformed: bool) -> web.Response:
+        requests = body.get("requests") if method == "batchEmbedContents" else [body]
+        if not isinstance(requests, list) or not requests:
+            return _error(400, "requests must not be empty")
+        if len(requests) > 100:
+            return _error(
+                400, "* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch"
+            )
+        if malformed:
+            return web.Response(
+                status=200, text='{"embeddings": [{"values": [0.1, ', content_type="application/json"
+            )
+        vectors = []
+        prompt_chars = 0
+        for item in requests:
+            text = "".join(text_parts(item.get("content")))
+            prompt_chars += len(text)
+            vectors.append(self.embed_handler(text, item.get("taskType"), item.get("outputDimensionality")))
+        prompt_tokens = tokens(prompt_chars)
+        self.counters["embed"]["prompt_tokens"] += prompt_tokens
+        self.counters["embed"]["texts"] += len(requests)
+        usage = {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens}
+        if method == "embedContent":
+            return web.json_response({"embedding": {"values": vectors[0]}, "usageMetadata": usage})
+        return web.json_response({"embeddings": [{"values": v} for v in vectors], "usageMetadata": usage})
+
+    async def _sse(self, request: web.Request, chunks: list[dict[str, Any]]) -> web.StreamResponse:
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            for index, chunk in enumerate(chunks):
+                if index and self.stream_chunk_delay:
+                    await self._pause(self.stream_chunk_delay)
+                await response.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+            await response.write_eof()
+        except ConnectionError:  # the client gave up mid-stream (e.g. its timeout); nothing left to do
+            pass
+        return response
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, but wake at once when the stand-in stops, so shutdown never waits on a slow answer."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._release.wait(), seconds)
+
+
+def _candidate(text: str, finish_reason: str | None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    if finish_reason:
+        candidate["finishReason"] = finish_reason
+    return candidate
+
+
+def _usage(prompt_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "promptTokenCount": prompt_tokens,
+        "candidatesTokenCount": output_tokens,
+        "totalTokenCount": prompt_tokens + output_tokens,
+    }
+
+
+def _error(
+    status: int,
+    message: str,
+    *,
+    retry_after: float | None = None,
+    retry_info_delay: str | None = None,
+    reason: str | None = None,
+) -> web.Response:
+    details: list[dict[str, Any]] = []
+    if reason:
+        details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reason,
+                "domain": "googleapis.com",
+            }
+        )
+    if retry_info_delay is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_info_delay})
+    error: dict[str, Any] = {
+        "code": status,
+        "message": message,
+        "status": STATUS_NAMES.get(status, "UNKNOWN"),
+    }
+    if details:
+        error["details"] = details
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else None
+    return web.json_response({"error": error}, status=status, headers=headers)
