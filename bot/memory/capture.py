@@ -269,5 +269,8 @@ class CaptureBuffer:
             else:
                 self._channels.pop(cid, None)
 
-    def pending_in_memory(self) -> int:
-        return len(self._queue)
+    def pending_in_memory(self, scope: str | None = None) -> int:
+        """Messages submitted but not yet committed (in one scope, or all)."""
+        return sum(
+            1 for op in self._queue if op.message is not None and (scope is None or op.message.scope == scope)
+        )

@@ -300,7 +300,7 @@ class MemoryService:
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Store.stats, scope)
-        stats["pending_messages"] += self.capture_buffer.pending_in_memory()
+        stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
         stats["gemini"] = self._usage()
         stats["recall_latency_ms"] = self.recall_latency_ms()
         return stats

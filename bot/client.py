@@ -1,0 +1,131 @@
+"""The `commands.Bot` subclass: start-up, command sync, and a graceful close.
+
+`setup_hook` opens the memory engine before any event arrives; `close()` stops capture, persists what is
+queued within a bounded time and closes the database, whatever asked for the shutdown (Ctrl-C, SIGTERM,
+an error).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import discord
+from discord.ext import commands
+
+from bot.adminlog import AdminLog
+from bot.config import Settings
+from bot.llm.gemini import GeminiClient
+from bot.memory.service import MemoryService
+from bot.memory.store import Store
+
+log = logging.getLogger(__name__)
+
+COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.admin", "bot.cogs.errors")
+SHUTDOWN_TIMEOUT_SECONDS = 10.0
+
+
+def intents() -> discord.Intents:
+    """Guilds, guild messages, DMs, and the two privileged ones: message content and members."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True
+    wanted.members = True
+    return wanted
+
+
+def point_discord_at(api_base_url: str, gateway_url: str) -> None:
+    """Send REST and gateway traffic to a proxy (or a test stand-in) instead of discord.com."""
+    import yarl
+
+    if api_base_url:
+        discord.http.Route.BASE = api_base_url.rstrip("/")
+    if gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
+class MemoryBot(commands.Bot):
+    def __init__(
+        self, settings: Settings, *, gemini: GeminiClient | None = None, memory: MemoryService | None = None
+    ) -> None:
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=intents(),
+            allowed_mentions=discord.AllowedMentions.none(),
+            help_command=None,
+        )
+        self.settings = settings
+        self.gemini = gemini or GeminiClient.from_settings(settings)
+        self._memory = memory
+        self.admin_log = AdminLog(self, default_channel_id=settings.admin_log_channel_id)
+        self._closing = False
+
+    @property
+    def memory(self) -> MemoryService:
+        if self._memory is None:
+            raise RuntimeError("the memory service is not open yet")
+        return self._memory
+
+    async def setup_hook(self) -> None:
+        if self._memory is None:
+            self._memory = await MemoryService.open(self.settings, self.gemini)
+        self.memory.add_listener(self.admin_log.on_memory_event)
+        await self.memory.start()
+        for cog in COGS:
+            await self.load_extension(cog)
+        self.admin_log.start()
+        await self.sync_commands()
+
+    async def sync_commands(self) -> None:
+        """Sync app commands to DEV_GUILD_ID (instant) or globally, only when their definitions changed."""
+        guild = discord.Object(id=self.settings.dev_guild_id) if self.settings.dev_guild_id else None
+        if guild is not None:
+            self.tree.copy_global_to(guild=guild)
+        payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        key = f"command_hash:{guild.id if guild else 'global'}"
+        if await self.memory.store.call(Store.get_state, key) == digest:
+            log.info("app commands unchanged; not syncing")
+            return
+        synced = await self.tree.sync(guild=guild)
+        await self.memory.store.call(Store.set_state, key, digest)
+        log.info("synced %d app commands %s", len(synced), f"to guild {guild.id}" if guild else "globally")
+
+    async def on_ready(self) -> None:
+        stats = await self.memory.stats()
+        log.info(
+            "ready as %s in %d guilds; %d active facts, %d pending messages",
+            self.user,
+            len(self.guilds),
+            stats["facts"]["active"],
+            stats["pending_messages"],
+        )
+        for guild in self.guilds:
+            self.admin_log.post(guild.id, "Memory bot started.")
+
+    async def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        log.info("shutting down: persisting captured messages")
+        try:
+            for guild in self.guilds:
+                self.admin_log.post(guild.id, "Memory bot shutting down.")
+            await self.admin_log.stop(timeout=3.0)
+        except Exception:
+            log.exception("admin log did not stop cleanly")
+        try:
+            if self._memory is not None:
+                await self._memory.close(timeout=SHUTDOWN_TIMEOUT_SECONDS)
+        finally:
+            await super().close()
+
+    async def on_message(self, message: discord.Message, /) -> None:
+        """No prefix commands: every command is a slash command, and the chat cog handles messages."""
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        log.exception("unhandled error in %s", event_method)

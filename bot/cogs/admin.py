@@ -1,0 +1,219 @@
+"""/memory-admin: inspect and purge a member's memories, statistics, the log channel and memory switches.
+
+Discord shows these commands only to members with Manage Server; the cog checks it again at run time (and
+in autocomplete), because a server-side override could expose them and they reveal other people's facts.
+Every change is noted in the admin log.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.adminlog import plural
+from bot.client import MemoryBot
+from bot.cogs.memory_commands import ConfirmView, FactsPager, display_name, fact_choices, forgot_text
+from bot.memory.models import guild_scope
+
+ChannelOption = app_commands.AppCommandChannel | app_commands.AppCommandThread
+NOT_A_CATEGORY = "Pick a channel or a thread, not a category."
+
+
+def guild_id(interaction: discord.Interaction) -> int:
+    """The server these commands act on (they are guild-only; a DM never gets this far)."""
+    if interaction.guild_id is None:
+        raise app_commands.NoPrivateMessage
+    return interaction.guild_id
+
+
+def format_stats(stats: dict[str, Any]) -> str:
+    """memory.stats() as a short report: this server's facts and backlog, then process-wide Gemini and recall."""
+    facts = stats.get("facts", {})
+    lines = [
+        "**Memory in this server**",
+        "Facts: "
+        + ", ".join(f"{count:,} {status}" for status, count in facts.items())
+        + f" · {plural(stats.get('people', 0), 'person', 'people')}",
+        f"Messages waiting to be read: {stats.get('pending_messages', 0):,}",
+        "**Gemini since start (all servers)**",
+    ]
+    used = {p: c for p, c in stats.get("gemini", {}).items() if c.get("calls") or c.get("errors")}
+    for purpose, c in used.items():
+        lines.append(
+            f"{purpose}: {plural(c.get('calls', 0), 'call')}, {c.get('prompt_tokens', 0):,} tokens in, "
+            f"{c.get('output_tokens', 0):,} out, {plural(c.get('errors', 0), 'error')}, "
+            f"{plural(c.get('retries', 0), 'retry', 'retries')}"
+        )
+    if not used:
+        lines.append("No calls yet.")
+    latency = stats.get("recall_latency_ms", {})
+    lines.append(
+        f"**Recall latency** p50 {latency.get('p50', 0):g} ms · p95 {latency.get('p95', 0):g} ms "
+        f"({plural(int(latency.get('samples', 0)), 'recall')})"
+    )
+    return "\n".join(lines)
+
+
+class Admin(commands.Cog, name="admin"):
+    """Server managers' memory tools."""
+
+    admin_group = app_commands.Group(
+        name="memory-admin",
+        description="Manage what the bot remembers in this server",
+        default_permissions=discord.Permissions(manage_guild=True),
+        guild_only=True,
+    )
+    logchannel_group = app_commands.Group(
+        name="logchannel", description="Where the memory log of this server is posted", parent=admin_group
+    )
+
+    def __init__(self, bot: MemoryBot) -> None:
+        self.bot = bot
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        guild_id(interaction)
+        if not interaction.permissions.manage_guild:
+            raise app_commands.MissingPermissions(["manage_guild"])
+        return True
+
+    def note(self, interaction: discord.Interaction, what: str) -> None:
+        """One admin-log line naming the admin: '<admin> disabled memory in this server.'"""
+        self.bot.admin_log.post(guild_id(interaction), f"{display_name(interaction.user)} {what}.")
+
+    @admin_group.command(name="facts", description="See what the bot remembers about a member")
+    @app_commands.describe(user="Whose facts to show")
+    async def facts(self, interaction: discord.Interaction, user: discord.User) -> None:
+        name = display_name(user)
+        self.note(interaction, f"looked at the facts about {name}")
+        await FactsPager(
+            interaction,
+            self.bot.memory,
+            scope=guild_scope(guild_id(interaction)),
+            subject_id=user.id,
+            heading=f"What I remember about {name} in this server",
+            empty=f"I don't remember anything about {name} in this server.",
+        ).send()
+
+    @admin_group.command(name="forget", description="Forget one fact about a member, or everything")
+    @app_commands.describe(user="Whose facts to forget", fact="One fact (leave empty to forget everything)")
+    async def forget(
+        self,
+        interaction: discord.Interaction,
+        user: discord.User,
+        fact: app_commands.Range[int, 1] | None = None,
+    ) -> None:
+        scope = guild_scope(guild_id(interaction))
+        name = display_name(user)
+        actor = str(interaction.user.id)
+        if fact is not None:
+            count = await self.bot.memory.forget(scope, user.id, [fact], actor=actor)
+            content = forgot_text(count, fact) if count else f"No fact #{fact} of {name} here."
+            await interaction.response.send_message(content, ephemeral=True)
+            return
+        count = await self.bot.memory.count_facts(scope, user.id)
+
+        async def forget_everything() -> str:
+            return forgot_text(await self.bot.memory.forget(scope, user.id, None, actor=actor))
+
+        await interaction.response.send_message(
+            f"Forget everything I remember about {name} in this server ({plural(count, 'fact')}), "
+            "including messages I haven't read yet? This can't be undone.",
+            view=ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
+            ephemeral=True,
+        )
+
+    @forget.autocomplete("fact")
+    async def _member_fact_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        user = getattr(interaction.namespace, "user", None)
+        if user is None or interaction.guild_id is None or not interaction.permissions.manage_guild:
+            return []
+        return await fact_choices(self.bot.memory, guild_scope(guild_id(interaction)), user.id, current)
+
+    @admin_group.command(name="stats", description="Memory statistics for this server")
+    async def stats(self, interaction: discord.Interaction) -> None:
+        stats = await self.bot.memory.stats(guild_scope(guild_id(interaction)))
+        await interaction.response.send_message(format_stats(stats), ephemeral=True)
+
+    @logchannel_group.command(name="set", description="Post the memory log of this server in a channel")
+    @app_commands.describe(channel="The channel for the memory log")
+    async def logchannel_set(self, interaction: discord.Interaction, channel: discord.TextChannel) -> None:
+        await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=str(channel.id))
+        content = f"The memory log of this server will be posted in {channel.mention}."
+        me = channel.guild.me
+        if me is not None and not channel.permissions_for(me).send_messages:
+            content += " I can't send messages there yet: please give me Send Messages in that channel."
+        self.note(interaction, f"set {channel.mention} as the memory log channel")
+        await interaction.response.send_message(content, ephemeral=True)
+
+    @logchannel_group.command(name="clear", description="Stop posting the memory log in a channel of its own")
+    async def logchannel_clear(self, interaction: discord.Interaction) -> None:
+        await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=None)
+        fallback = self.bot.admin_log.channel_for(guild_id(interaction))
+        content = "The memory log channel is cleared" + (
+            f"; the bot's default log channel <#{fallback.id}> is used instead."
+            if fallback is not None
+            else "; no memory log is posted in this server now."
+        )
+        self.note(interaction, "cleared the memory log channel")
+        await interaction.response.send_message(content, ephemeral=True)
+
+    @admin_group.command(name="ignore", description="Never remember messages in a channel (and its threads)")
+    @app_commands.describe(channel="The channel to ignore")
+    async def ignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
+        if channel.type is discord.ChannelType.category:
+            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
+            return
+        await self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, True)
+        self.note(interaction, f"turned memory off in {channel.mention}")
+        await interaction.response.send_message(
+            f"I won't remember messages in {channel.mention} (or its threads).", ephemeral=True
+        )
+
+    @admin_group.command(name="unignore", description="Remember messages in an ignored channel again")
+    @app_commands.describe(channel="The channel to stop ignoring")
+    async def unignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
+        await self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, False)
+        self.note(interaction, f"turned memory back on in {channel.mention}")
+        await interaction.response.send_message(
+            f"I may remember messages in {channel.mention} again.", ephemeral=True
+        )
+
+    @admin_group.command(name="enable", description="Let the bot remember what people say in this server")
+    async def enable(self, interaction: discord.Interaction) -> None:
+        await self.bot.memory.update_guild(guild_id(interaction), memory_enabled=True)
+        self.note(interaction, "enabled memory in this server")
+        await interaction.response.send_message(
+            "Memory is on in this server: I may remember what people say here.", ephemeral=True
+        )
+
+    @admin_group.command(name="disable", description="Stop remembering what people say in this server")
+    async def disable(self, interaction: discord.Interaction) -> None:
+        await self.bot.memory.update_guild(guild_id(interaction), memory_enabled=False)
+        self.note(interaction, "disabled memory in this server")
+        await interaction.response.send_message(
+            "Memory is off in this server: I won't remember new messages here. What I already know stays "
+            "(use /memory-admin forget to remove it).",
+            ephemeral=True,
+        )
+
+    @admin_group.command(name="others-visible", description="Whether members may see each other's facts")
+    @app_commands.describe(state="on: members can use /facts on each other; off: only their own")
+    async def others_visible(self, interaction: discord.Interaction, state: Literal["on", "off"]) -> None:
+        visible = state == "on"
+        await self.bot.memory.update_guild(guild_id(interaction), members_see_others=visible)
+        if visible:
+            self.note(interaction, "let members see each other's facts")
+            content = "Members can now see each other's facts with /facts."
+        else:
+            self.note(interaction, "made members' facts visible only to themselves")
+            content = "Members can now see only their own facts."
+        await interaction.response.send_message(content, ephemeral=True)
+
+
+async def setup(bot: MemoryBot) -> None:
+    await bot.add_cog(Admin(bot))

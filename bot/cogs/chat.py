@@ -1,0 +1,232 @@
+"""Capturing every eligible message, and replying with the memories of everyone in the conversation."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import discord
+from discord.ext import commands
+
+from bot.client import MemoryBot
+from bot.discord_text import split_message
+from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
+from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
+from bot.memory.models import BufferedMessage, guild_scope, iso
+from bot.memory.recall import Participant
+from bot.memory.text import strip_background_blocks, worth_reading
+
+log = logging.getLogger(__name__)
+
+EDIT_INTERVAL_SECONDS = 1.5
+QUERY_TURNS = 3
+FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
+REFUSED_REPLY = "Sorry, I can't help with that one."
+CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+
+
+def scope_of(message: discord.Message) -> str:
+    return guild_scope(message.guild.id if message.guild else None)
+
+
+def speaker_name(user: discord.abc.User) -> str:
+    return getattr(user, "display_name", None) or user.name
+
+
+class Chat(commands.Cog):
+    def __init__(self, bot: MemoryBot) -> None:
+        self.bot = bot
+
+    # ---- capture -----------------------------------------------------------------------------------------
+
+    def capture(self, message: discord.Message) -> None:
+        """Hand the message to memory: humans as speakers, the bot's own turns as context."""
+        own = self.bot.user is not None and message.author.id == self.bot.user.id
+        if (message.author.bot and not own) or message.webhook_id or message.type not in CAPTURED_TYPES:
+            return
+        if not worth_reading(message.content):
+            return
+        self.bot.memory.capture(
+            BufferedMessage(
+                message_id=str(message.id),
+                scope=scope_of(message),
+                channel_id=str(message.channel.id),
+                author_id=str(message.author.id),
+                author_name=speaker_name(message.author),
+                content=message.clean_content,
+                created_at=iso(message.created_at),
+                is_bot=own,
+            ),
+            guild_id=message.guild.id if message.guild else None,
+            parent_channel_id=getattr(message.channel, "parent_id", None),
+        )
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        self.capture(message)
+        if await self.should_reply(message):
+            await self.reply(message)
+
+    @commands.Cog.listener()
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if "content" in payload.data:
+            self.bot.memory.message_edited(payload.message_id, payload.message.clean_content)
+
+    @commands.Cog.listener()
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.bot.memory.message_deleted(payload.message_id)
+
+    @commands.Cog.listener()
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        for message_id in payload.message_ids:
+            await self.bot.memory.message_deleted(message_id)
+
+    # ---- when to reply -------------------------------------------------------------------------------------
+
+    async def should_reply(self, message: discord.Message) -> bool:
+        me = self.bot.user
+        if me is None or message.author.bot or message.webhook_id or message.type not in CAPTURED_TYPES:
+            return False
+        if message.guild is None or me in message.mentions:
+            return True
+        channel_ids = {message.channel.id, getattr(message.channel, "parent_id", None)}
+        if channel_ids & self.bot.settings.auto_reply_channel_ids:
+            return True
+        parent = await self.parent_of(message)
+        return parent is not None and parent.author.id == me.id
+
+    async def parent_of(self, message: discord.Message) -> discord.Message | None:
+        """The message this one replies to, from the payload, the cache, or the API."""
+        ref = message.reference
+        if ref is None or ref.message_id is None:
+            return None
+        if isinstance(ref.resolved, discord.Message):
+            return ref.resolved
+        if ref.cached_message is not None:
+            return ref.cached_message
+        try:
+            return await message.channel.fetch_message(ref.message_id)
+        except discord.HTTPException:
+            return None
+
+    # ---- the conversation ------------------------------------------------------------------------------------
+
+    async def conversation(self, message: discord.Message) -> list[discord.Message]:
+        """The reply chain up to CHAT_HISTORY_LIMIT, or else the channel's recent history, oldest first."""
+        limit = self.bot.settings.chat_history_limit
+        if message.reference is not None:
+            chain = [message]
+            while len(chain) < limit and (parent := await self.parent_of(chain[-1])) is not None:
+                chain.append(parent)
+            return chain[::-1]
+        try:
+            history = [m async for m in message.channel.history(limit=max(0, limit - 1), before=message)]
+        except discord.HTTPException as exc:
+            log.info("could not read history of channel %s: %s", message.channel.id, exc)
+            history = []
+        return [*history[::-1], message]
+
+    def turns(self, messages: list[discord.Message]) -> list[ChatTurn]:
+        """Gemini turns: people by name as user turns, the bot's own messages as model turns."""
+        me = self.bot.user
+        turns: list[ChatTurn] = []
+        for m in messages:
+            own = me is not None and m.author.id == me.id
+            text = strip_background_blocks(m.clean_content).strip()
+            if not text:
+                continue
+            role = "model" if own else "user"
+            text = text if own else f"{speaker_name(m.author)}: {text}"
+            if turns and turns[-1].role == role:
+                turns[-1] = ChatTurn(role, f"{turns[-1].text}\n{text}")
+            else:
+                turns.append(ChatTurn(role, text))
+        while turns and turns[0].role == "model":
+            turns.pop(0)
+        return turns
+
+    @staticmethod
+    def participants(messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
+        people: dict[int, Participant] = {}
+        for user in [trigger.author, *(m.author for m in messages), *trigger.mentions]:
+            if not user.bot:
+                people.setdefault(user.id, Participant(str(user.id), speaker_name(user)))
+        return list(people.values())
+
+    @staticmethod
+    def query(messages: list[discord.Message]) -> str:
+        """The latest few human turns, so a short follow-up still finds what the talk is about."""
+        human = [m.clean_content for m in messages if not m.author.bot and m.clean_content.strip()]
+        return "\n".join(human[-QUERY_TURNS:])[-2000:]
+
+    async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
+        persona = self.bot.settings.bot_persona
+        if message.guild is not None and not self.bot.memory.guild(message.guild.id).memory_enabled:
+            return persona
+        try:
+            recalled = await self.bot.memory.recall(
+                scope_of(message), self.participants(messages, message), self.query(messages)
+            )
+        except Exception as exc:
+            self.bot.memory.recall_failures += 1
+            log.warning("recall failed; answering without memory: %s", exc)
+            return persona
+        if not recalled.block:
+            return persona
+        return f"{persona}\n\n{CHAT_MEMORY_PREAMBLE}\n{recalled.block}"
+
+    # ---- replying ----------------------------------------------------------------------------------------------
+
+    async def reply(self, message: discord.Message) -> None:
+        messages = await self.conversation(message)
+        system = await self.system_instruction(message, messages)
+        sent: list[discord.Message] = []
+        text = ""
+        try:
+            async with message.channel.typing():
+                last_sync = 0.0
+                async for delta in self.bot.gemini.chat_stream(system=system, turns=self.turns(messages)):
+                    text += delta
+                    if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
+                        await self.show(message, sent, text)
+                        last_sync = time.monotonic()
+            if not text.strip():
+                raise GeminiError("Gemini returned an empty answer")
+            await self.show(message, sent, text)
+        except GeminiRefusal as exc:
+            log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
+            await self.replace_with(message, sent, REFUSED_REPLY)
+        except (GeminiError, TimeoutError) as exc:
+            log.warning("chat reply failed in channel %s: %s", message.channel.id, exc)
+            if message.guild is not None:
+                self.bot.admin_log.post(
+                    message.guild.id, f"Chat reply failed in <#{message.channel.id}>: {exc}"
+                )
+            await self.replace_with(message, sent, FAILED_REPLY)
+
+    async def show(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
+        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new."""
+        for index, part in enumerate(split_message(text)):
+            if index < len(sent):
+                if sent[index].content != part:
+                    sent[index] = await sent[index].edit(content=part)
+            elif index == 0:
+                sent.append(await trigger.reply(part, mention_author=False))
+            else:
+                sent.append(await trigger.channel.send(part))
+
+    async def replace_with(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
+        """Swap a half-finished reply for a short message, so nobody reads a truncated answer."""
+        try:
+            if sent:
+                await sent[0].edit(content=text)
+                for extra in sent[1:]:
+                    await extra.delete()
+            else:
+                await trigger.reply(text, mention_author=False)
+        except discord.HTTPException as exc:
+            log.warning("could not send the failure notice: %s", exc)
+
+
+async def setup(bot: MemoryBot) -> None:
+    await bot.add_cog(Chat(bot))

@@ -1,0 +1,398 @@
+"""People's own memory commands: /facts, /forget and /memory (opt-out, opt-in, status).
+
+Every answer is ephemeral, and buttons answer only the person who ran the command. The views here are
+reused by the admin cog. Custom ids are stable ("facts:prev", "forget:confirm", ...) so tests can press them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.adminlog import plural
+from bot.client import MemoryBot
+from bot.cogs.errors import report_error
+from bot.memory.models import Fact, guild_scope
+from bot.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 10
+FACT_TEXT_CHARS = 150
+CHOICE_NAME_CHARS = 100
+PAGER_TIMEOUT_SECONDS = 300.0
+CONFIRM_TIMEOUT_SECONDS = 60.0
+OPTOUT_TIMEOUT_SECONDS = 120.0
+
+NOT_YOURS = "These buttons are not yours."
+REFUSE_OTHERS_GUILD = "You can only see your own facts here; seeing someone else's needs Manage Server."
+REFUSE_OTHERS_DM = "In DMs I can only show your own facts."
+NOTHING_FORGOTTEN = "Nothing was forgotten."
+NOTHING_FORGOTTEN_TIMEOUT = "Nothing was forgotten (timed out)."
+
+
+# ---- pure helpers ------------------------------------------------------------------------------------------
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def page_count(total: int, per_page: int = PAGE_SIZE) -> int:
+    """Pages needed for `total` facts; at least one so an empty list still has 'Page 1/1'."""
+    return max(1, -(-total // per_page))
+
+
+def fact_line(fact: Fact) -> str:
+    """'#123 · 2024-05-01 · Alice lives in Paris': the id people pass to /forget, the date, the text."""
+    return f"#{fact.id} · {fact.recorded_at[:10]} · {shorten(fact.text, FACT_TEXT_CHARS)}"
+
+
+def format_facts_page(heading: str, facts: list[Fact], page: int, total: int) -> str:
+    """One page of facts (page is 0-based) with a 'Page 1/3 · 27 facts' footer; always under 2,000 chars."""
+    lines = [
+        f"**{heading}**",
+        *(fact_line(f) for f in facts),
+        "",
+        f"Page {page + 1}/{page_count(total)} · {plural(total, 'fact')}",
+    ]
+    return "\n".join(lines)
+
+
+def choice_name(fact: Fact) -> str:
+    """An autocomplete label like '#12 · Alice lives in Paris', within Discord's 100 characters."""
+    return shorten(f"#{fact.id} · {fact.text}", CHOICE_NAME_CHARS)
+
+
+def may_view_facts(
+    *, caller_id: int, subject_id: int, in_guild: bool, manage_guild: bool, members_see_others: bool
+) -> bool:
+    """Your own facts always; someone else's only in a server, for managers or where the server allows it."""
+    if caller_id == subject_id:
+        return True
+    return in_guild and (manage_guild or members_see_others)
+
+
+def display_name(user: discord.abc.User) -> str:
+    """A name safe to put in bold text (markdown escaped; mentions never ping in our messages anyway)."""
+    return discord.utils.escape_markdown(getattr(user, "display_name", None) or user.name)
+
+
+# ---- views ---------------------------------------------------------------------------------------------------
+
+
+class OwnedView(discord.ui.View):
+    """Buttons only the person who ran the command may press; on timeout they are disabled."""
+
+    def __init__(self, origin: discord.Interaction, *, timeout: float) -> None:
+        super().__init__(timeout=timeout)
+        self.origin = origin
+        self.owner_id = origin.user.id
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if interaction.user.id == self.owner_id:
+            return True
+        await interaction.response.send_message(NOT_YOURS, ephemeral=True)
+        return False
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception, item: Any, /) -> None:
+        await report_error(interaction, error)
+
+    async def edit_origin(self, **changes: Any) -> None:
+        """Edit the message this view was sent with (through the command's token, valid for 15 minutes)."""
+        try:
+            await self.origin.edit_original_response(**changes)
+        except discord.HTTPException as exc:
+            log.debug("could not edit an expired view's message: %s", exc)
+
+    async def on_timeout(self) -> None:
+        for item in self.children:
+            if isinstance(item, discord.ui.Button):
+                item.disabled = True
+        await self.edit_origin(view=self)
+
+
+class FactsPager(OwnedView):
+    """Previous/Next through a person's facts; each press re-reads, so forgotten facts disappear."""
+
+    def __init__(
+        self,
+        origin: discord.Interaction,
+        memory: MemoryService,
+        *,
+        scope: str,
+        subject_id: int,
+        heading: str,
+        empty: str,
+        timeout: float = PAGER_TIMEOUT_SECONDS,
+    ) -> None:
+        super().__init__(origin, timeout=timeout)
+        self.memory = memory
+        self.scope = scope
+        self.subject_id = subject_id
+        self.heading = heading
+        self.empty = empty
+        self.page = 0
+        self.pages = 1
+
+    async def render(self) -> str:
+        """The current page's text; clamps the page and sets which buttons are usable."""
+        total = await self.memory.count_facts(self.scope, self.subject_id)
+        self.pages = page_count(total)
+        self.page = max(0, min(self.page, self.pages - 1))
+        self.previous_page.disabled = self.page == 0
+        self.next_page.disabled = self.page >= self.pages - 1
+        if not total:
+            return self.empty
+        facts = await self.memory.list_facts(
+            self.scope, self.subject_id, limit=PAGE_SIZE, offset=self.page * PAGE_SIZE
+        )
+        return format_facts_page(self.heading, facts, self.page, total)
+
+    async def send(self) -> None:
+        """Answer the command with the first page; buttons only when there is more than one page."""
+        content = await self.render()
+        if self.pages > 1:
+            await self.origin.response.send_message(content, view=self, ephemeral=True)
+        else:
+            self.stop()
+            await self.origin.response.send_message(content, ephemeral=True)
+
+    async def _turn(self, interaction: discord.Interaction, step: int) -> None:
+        self.page += step
+        await interaction.response.edit_message(content=await self.render(), view=self)
+
+    @discord.ui.button(label="Previous", style=discord.ButtonStyle.secondary, custom_id="facts:prev")
+    async def previous_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
+        await self._turn(interaction, -1)
+
+    @discord.ui.button(label="Next", style=discord.ButtonStyle.secondary, custom_id="facts:next")
+    async def next_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
+        await self._turn(interaction, 1)
+
+
+class ConfirmView(OwnedView):
+    """A one-shot confirmation: on confirm `action` runs and its text replaces the message.
+
+    Cancel (if offered) says nothing was forgotten; on timeout the buttons go away and the message becomes
+    `timeout_content` (or stays as it was when that is None).
+    """
+
+    def __init__(
+        self,
+        origin: discord.Interaction,
+        action: Callable[[], Awaitable[str]],
+        *,
+        confirm_label: str,
+        confirm_id: str = "forget:confirm",
+        cancel_id: str | None = "forget:cancel",
+        timeout_content: str | None = NOTHING_FORGOTTEN_TIMEOUT,
+        timeout: float = CONFIRM_TIMEOUT_SECONDS,
+    ) -> None:
+        super().__init__(origin, timeout=timeout)
+        self.action = action
+        self.timeout_content = timeout_content
+        confirm: discord.ui.Button[Any] = discord.ui.Button(
+            label=confirm_label, style=discord.ButtonStyle.danger, custom_id=confirm_id
+        )
+        confirm.callback = self._confirm  # type: ignore[method-assign]
+        self.add_item(confirm)
+        if cancel_id is not None:
+            cancel: discord.ui.Button[Any] = discord.ui.Button(
+                label="Cancel", style=discord.ButtonStyle.secondary, custom_id=cancel_id
+            )
+            cancel.callback = self._cancel  # type: ignore[method-assign]
+            self.add_item(cancel)
+
+    async def _confirm(self, interaction: discord.Interaction) -> None:
+        self.stop()
+        content = await self.action()
+        await interaction.response.edit_message(content=content, view=None)
+
+    async def _cancel(self, interaction: discord.Interaction) -> None:
+        self.stop()
+        await interaction.response.edit_message(content=NOTHING_FORGOTTEN, view=None)
+
+    async def on_timeout(self) -> None:
+        if self.timeout_content is None:
+            await self.edit_origin(view=None)
+        else:
+            await self.edit_origin(content=self.timeout_content, view=None)
+
+
+async def fact_choices(
+    memory: MemoryService, scope: str, user_id: int, current: str
+) -> list[app_commands.Choice[int]]:
+    """Autocomplete over one person's active facts in this scope, matched on text or id."""
+    facts = await memory.search_own_facts(scope, user_id, str(current or ""))
+    return [app_commands.Choice(name=choice_name(f), value=f.id) for f in facts[:25]]
+
+
+def forgot_text(count: int, fact_id: int | None = None) -> str:
+    """'Forgot 1 fact.'; a single fact's older versions go with it, which the text explains."""
+    if fact_id is not None and count > 1:
+        return f"Forgot {plural(count, 'fact')} (#{fact_id} and its earlier versions)."
+    return f"Forgot {plural(count, 'fact')}."
+
+
+# ---- the cog -------------------------------------------------------------------------------------------------
+
+
+class MemoryCommands(commands.Cog, name="memory"):
+    """What people can do about their own memories."""
+
+    forget_group = app_commands.Group(
+        name="forget", description="Make me forget what I remember about you here"
+    )
+    memory_group = app_commands.Group(name="memory", description="Whether I remember what you say here")
+
+    def __init__(self, bot: MemoryBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(name="facts", description="See what I remember about you (or someone else) here")
+    @app_commands.describe(user="Whose facts to show (default: yours)")
+    async def facts(self, interaction: discord.Interaction, user: discord.User | None = None) -> None:
+        subject = user or interaction.user
+        in_guild = interaction.guild_id is not None
+        settings = self.bot.memory.guild(interaction.guild_id) if in_guild else None
+        allowed = may_view_facts(
+            caller_id=interaction.user.id,
+            subject_id=subject.id,
+            in_guild=in_guild,
+            manage_guild=interaction.permissions.manage_guild,
+            members_see_others=settings is not None and settings.members_see_others,
+        )
+        if not allowed:
+            refusal = REFUSE_OTHERS_GUILD if in_guild else REFUSE_OTHERS_DM
+            await interaction.response.send_message(refusal, ephemeral=True)
+            return
+        own = subject.id == interaction.user.id
+        name = "you" if own else display_name(subject)
+        if not own and interaction.guild_id is not None:
+            self.bot.admin_log.post(
+                interaction.guild_id, f"{display_name(interaction.user)} looked at the facts about {name}."
+            )
+        await FactsPager(
+            interaction,
+            self.bot.memory,
+            scope=guild_scope(interaction.guild_id),
+            subject_id=subject.id,
+            heading=f"What I remember about {name} here",
+            empty=f"I don't remember anything about {name} here yet.",
+        ).send()
+
+    @forget_group.command(name="fact", description="Forget one thing I remember about you")
+    @app_commands.describe(fact="The fact to forget (start typing to search your facts)")
+    async def forget_fact(self, interaction: discord.Interaction, fact: app_commands.Range[int, 1]) -> None:
+        count = await self.bot.memory.forget(
+            guild_scope(interaction.guild_id), interaction.user.id, [fact], actor=str(interaction.user.id)
+        )
+        content = forgot_text(count, fact) if count else f"No fact #{fact} of yours here."
+        await interaction.response.send_message(content, ephemeral=True)
+
+    @forget_fact.autocomplete("fact")
+    async def _own_fact_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        return await fact_choices(
+            self.bot.memory, guild_scope(interaction.guild_id), interaction.user.id, current
+        )
+
+    @forget_group.command(name="all", description="Forget everything I remember about you here")
+    async def forget_all(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(interaction.guild_id)
+        user_id = interaction.user.id
+        count = await self.bot.memory.count_facts(scope, user_id)
+
+        async def forget_everything() -> str:
+            return forgot_text(await self.bot.memory.forget(scope, user_id, None, actor=str(user_id)))
+
+        view = ConfirmView(interaction, forget_everything, confirm_label="Forget everything")
+        await interaction.response.send_message(
+            f"Forget everything I remember about you here ({plural(count, 'fact')}), "
+            "including messages I haven't read yet? This can't be undone.",
+            view=view,
+            ephemeral=True,
+        )
+
+    @memory_group.command(name="optout", description="Stop remembering what you say here")
+    async def optout(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(interaction.guild_id)
+        user_id = interaction.user.id
+        already = self.bot.memory.is_opted_out(scope, user_id)
+        if not already:
+            await self.bot.memory.set_opt_out(scope, user_id, True)
+
+        async def forget_everything() -> str:
+            count = await self.bot.memory.forget(scope, user_id, None, actor=str(user_id))
+            return (
+                f"You're opted out here, and I forgot everything I knew about you ({plural(count, 'fact')})."
+            )
+
+        view = ConfirmView(
+            interaction,
+            forget_everything,
+            confirm_label="Forget everything too",
+            confirm_id="optout:forget",
+            cancel_id=None,
+            timeout_content=None,
+            timeout=OPTOUT_TIMEOUT_SECONDS,
+        )
+        first = "You were already opted out here" if already else "Okay, you're opted out here"
+        await interaction.response.send_message(
+            f"{first}: I won't remember new messages from you. What I already know stays until you "
+            "forget it: press the button, or use /forget.",
+            view=view,
+            ephemeral=True,
+        )
+
+    @memory_group.command(name="optin", description="Let me remember what you say here again")
+    async def optin(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(interaction.guild_id)
+        user_id = interaction.user.id
+        if not self.bot.memory.is_opted_out(scope, user_id):
+            content = "You're already opted in here."
+        else:
+            await self.bot.memory.set_opt_out(scope, user_id, False)
+            content = "Okay, you're opted in again: I may remember what you tell me here."
+        if (
+            interaction.guild_id is not None
+            and not self.bot.memory.guild(interaction.guild_id).memory_enabled
+        ):
+            content += " (Memory is off in this server right now, so nothing is remembered until an admin turns it on.)"
+        await interaction.response.send_message(content, ephemeral=True)
+
+    @memory_group.command(
+        name="status", description="What I remember about you here, and whether I'm remembering"
+    )
+    async def status(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(interaction.guild_id)
+        count = await self.bot.memory.count_facts(scope, interaction.user.id)
+        lines = [
+            f"I remember {plural(count, 'fact')} about you here (see them with /facts)."
+            if count
+            else "I don't remember anything about you here yet.",
+            "You're opted out: I don't remember new messages from you here."
+            if self.bot.memory.is_opted_out(scope, interaction.user.id)
+            else "You're opted in: I may remember what you say here.",
+        ]
+        if interaction.guild_id is not None:
+            settings = self.bot.memory.guild(interaction.guild_id)
+            lines.append(
+                "Memory is on in this server." if settings.memory_enabled else "Memory is off in this server."
+            )
+            channels = {str(interaction.channel_id), str(getattr(interaction.channel, "parent_id", None))}
+            if channels & settings.ignored_channel_ids:
+                lines.append("This channel is ignored: nothing said here is remembered.")
+        await interaction.response.send_message("\n".join(lines), ephemeral=True)
+
+
+async def setup(bot: MemoryBot) -> None:
+    await bot.add_cog(MemoryCommands(bot))

@@ -1,0 +1,64 @@
+"""Running the bot as a process: logging, the proxy URLs, SIGTERM, and clear words when start-up fails."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+
+import discord
+
+from bot.client import MemoryBot, point_discord_at
+from bot.config import Settings
+from bot.memory.db import DatabaseError
+
+log = logging.getLogger(__name__)
+
+
+async def serve(settings: Settings) -> None:
+    """Log in, connect, and run until the gateway closes or SIGTERM/SIGINT asks for a graceful close."""
+    point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
+    bot = MemoryBot(settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, lambda s=sig: _stop(bot, s))
+    async with bot:
+        await bot.start(settings.discord_token)
+
+
+def _stop(bot: MemoryBot, sig: signal.Signals) -> None:
+    log.info("received %s; closing", sig.name)
+    asyncio.get_running_loop().create_task(bot.close())
+
+
+def run_bot(settings: Settings) -> int:
+    """`python -m bot run`: returns the process exit code."""
+    missing = settings.missing("discord_token", "gemini_api_key")
+    if missing:
+        for line in missing:
+            print(f"error: {line}; see README.md and .env.example", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(serve(settings))
+    except discord.PrivilegedIntentsRequired:
+        print(
+            "error: Discord refused the privileged intents. In the developer portal, open your application, "
+            "Bot, and switch on MESSAGE CONTENT INTENT and SERVER MEMBERS INTENT.",
+            file=sys.stderr,
+        )
+        return 1
+    except discord.LoginFailure:
+        print(
+            "error: Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal",
+            file=sys.stderr,
+        )
+        return 1
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0

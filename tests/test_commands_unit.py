@@ -1,0 +1,303 @@
+"""The command cogs' helpers and views without Discord: page text, choices, permissions, buttons, errors."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import discord
+import pytest
+from discord import app_commands
+
+from bot.cogs.admin import format_stats
+from bot.cogs.errors import GENERIC_FAILURE, GUILD_ONLY, NEED_MANAGE_SERVER, report_error, user_message
+from bot.cogs.memory_commands import (
+    NOT_YOURS,
+    NOTHING_FORGOTTEN,
+    NOTHING_FORGOTTEN_TIMEOUT,
+    ConfirmView,
+    FactsPager,
+    choice_name,
+    fact_choices,
+    forgot_text,
+    format_facts_page,
+    may_view_facts,
+    page_count,
+)
+from bot.memory.models import Fact, FactStatus, NewFact
+from bot.memory.service import MemoryService
+
+SCOPE = "guild:111"
+OWNER = 5
+STRANGER = 6
+
+
+def fact(fact_id: int, text: str, recorded_at: str = "2024-05-01T10:00:00.000000Z") -> Fact:
+    return Fact(fact_id, SCOPE, str(OWNER), text, FactStatus.ACTIVE, None, None, recorded_at, recorded_at, 0)
+
+
+class FakeResponse:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def is_done(self) -> bool:
+        return bool(self.calls)
+
+    async def send_message(self, content: str, *, view: Any = None, ephemeral: bool = False) -> None:
+        self.calls.append({"kind": "send", "content": content, "view": view, "ephemeral": ephemeral})
+
+    async def edit_message(self, **changes: Any) -> None:
+        self.calls.append({"kind": "edit", **changes})
+
+
+class FakeInteraction:
+    """The slice of discord.Interaction the views and the error handler touch."""
+
+    def __init__(self, user_id: int = OWNER, *, guild_id: int | None = 111) -> None:
+        self.user = SimpleNamespace(id=user_id, display_name=f"user{user_id}")
+        self.guild_id = guild_id
+        self.type = discord.InteractionType.application_command
+        self.command = SimpleNamespace(qualified_name="facts")
+        self.posted: list[tuple[int, str]] = []
+        self.client = SimpleNamespace(
+            admin_log=SimpleNamespace(post=lambda g, line: self.posted.append((g, line)))
+        )
+        self.response = FakeResponse()
+        self.followups: list[dict[str, Any]] = []
+        self.original_edits: list[dict[str, Any]] = []
+        self.followup = SimpleNamespace(send=self._followup)
+
+    async def _followup(self, content: str, *, ephemeral: bool = False) -> None:
+        self.followups.append({"content": content, "ephemeral": ephemeral})
+
+    async def edit_original_response(self, **changes: Any) -> None:
+        self.original_edits.append(changes)
+
+
+# ---- pure helpers --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("total", "pages"), [(0, 1), (1, 1), (10, 1), (11, 2), (27, 3)])
+def test_page_count(total: int, pages: int) -> None:
+    assert page_count(total) == pages
+
+
+def test_a_page_lists_ids_dates_and_a_footer() -> None:
+    text = format_facts_page("What I remember about you here", [fact(123, "Alice lives in Paris")], 0, 27)
+    assert text.splitlines() == [
+        "**What I remember about you here**",
+        "#123 · 2024-05-01 · Alice lives in Paris",
+        "",
+        "Page 1/3 · 27 facts",
+    ]
+    assert format_facts_page("h", [fact(1, "x")], 0, 1).endswith("Page 1/1 · 1 fact")
+
+
+def test_a_page_of_long_facts_fits_in_one_message() -> None:
+    facts = [fact(10_000 + n, "word " * 400) for n in range(10)]
+    text = format_facts_page("What I remember about " + "N" * 32 + " here", facts, 99, 1000)
+    assert len(text) <= 2000
+    assert all(f"#{f.id} · " in text for f in facts)
+
+
+def test_choice_names_fit_discords_limit() -> None:
+    assert choice_name(fact(12, "Alice lives in Paris")) == "#12 · Alice lives in Paris"
+    long = choice_name(fact(12, "a very long\nfact " * 40))
+    assert len(long) == 100
+    assert long.startswith("#12 · a very long fact") and long.endswith("…")
+    assert "\n" not in long
+
+
+@pytest.mark.parametrize(
+    ("caller", "subject", "in_guild", "manage", "others", "allowed"),
+    [
+        (OWNER, OWNER, True, False, False, True),
+        (OWNER, OWNER, False, False, False, True),
+        (OWNER, STRANGER, True, False, False, False),
+        (OWNER, STRANGER, True, True, False, True),
+        (OWNER, STRANGER, True, False, True, True),
+        (OWNER, STRANGER, False, True, True, False),
+    ],
+)
+def test_who_may_see_whose_facts(
+    caller: int, subject: int, in_guild: bool, manage: bool, others: bool, allowed: bool
+) -> None:
+    decision = may_view_facts(
+        caller_id=caller,
+        subject_id=subject,
+        in_guild=in_guild,
+        manage_guild=manage,
+        members_see_others=others,
+    )
+    assert decision is allowed
+
+
+def test_forget_texts() -> None:
+    assert forgot_text(1, 12) == "Forgot 1 fact."
+    assert forgot_text(3, 12) == "Forgot 3 facts (#12 and its earlier versions)."
+    assert forgot_text(0) == "Forgot 0 facts."
+    assert forgot_text(27) == "Forgot 27 facts."
+
+
+def test_stats_report() -> None:
+    stats = {
+        "facts": {"active": 1200, "merged": 3, "invalidated": 1},
+        "people": 1,
+        "pending_messages": 4,
+        "gemini": {
+            "extract": {"calls": 2, "prompt_tokens": 12345, "output_tokens": 99, "errors": 1, "retries": 0},
+            "chat": {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "errors": 0, "retries": 0},
+        },
+        "recall_latency_ms": {"p50": 12.5, "p95": 80.0, "samples": 40},
+    }
+    assert format_stats(stats).splitlines() == [
+        "**Memory in this server**",
+        "Facts: 1,200 active, 3 merged, 1 invalidated · 1 person",
+        "Messages waiting to be read: 4",
+        "**Gemini since start (all servers)**",
+        "extract: 2 calls, 12,345 tokens in, 99 out, 1 error, 0 retries",
+        "**Recall latency** p50 12.5 ms · p95 80 ms (40 recalls)",
+    ]
+    assert "No calls yet." in format_stats({"gemini": {}})
+
+
+# ---- the error handler ---------------------------------------------------------------------------------------
+
+
+def test_expected_errors_get_specific_messages() -> None:
+    assert user_message(app_commands.MissingPermissions(["manage_guild"])) == NEED_MANAGE_SERVER
+    assert user_message(app_commands.NoPrivateMessage()) == GUILD_ONLY
+    cooldown = app_commands.CommandOnCooldown(app_commands.Cooldown(1, 30), 12.4)
+    assert user_message(cooldown) == "Slow down a little: try again in 12 s."
+    assert user_message(RuntimeError("boom")) is None
+
+
+async def test_a_bug_is_reported_to_the_person_and_the_admin_log() -> None:
+    interaction = FakeInteraction()
+    await report_error(interaction, RuntimeError("boom"))  # type: ignore[arg-type]
+    assert interaction.response.calls == [
+        {"kind": "send", "content": GENERIC_FAILURE, "view": None, "ephemeral": True}
+    ]
+    assert interaction.posted == [(111, "/facts failed for user5: RuntimeError (details in the bot's log).")]
+
+
+async def test_an_answered_interaction_gets_a_followup() -> None:
+    interaction = FakeInteraction(guild_id=None)
+    await interaction.response.send_message("working on it")
+    await report_error(interaction, app_commands.NoPrivateMessage())  # type: ignore[arg-type]
+    assert interaction.followups == [{"content": GUILD_ONLY, "ephemeral": True}]
+    assert interaction.posted == []
+
+
+# ---- views ---------------------------------------------------------------------------------------------------
+
+
+async def add_facts(service: MemoryService, count: int, user_id: int = OWNER) -> None:
+    await service.import_facts(
+        [NewFact(SCOPE, str(user_id), "Alice", f"fact number {n}", [f"m{n}"]) for n in range(count)]
+    )
+
+
+def pager(service: MemoryService, origin: FakeInteraction) -> FactsPager:
+    return FactsPager(
+        origin,  # type: ignore[arg-type]
+        service,
+        scope=SCOPE,
+        subject_id=OWNER,
+        heading="What I remember about you here",
+        empty="I don't remember anything about you here yet.",
+    )
+
+
+async def test_the_pager_walks_pages_and_disables_the_ends(service: MemoryService) -> None:
+    await add_facts(service, 23)
+    origin = FakeInteraction()
+    view = pager(service, origin)
+    await view.send()
+    [sent] = origin.response.calls
+    assert sent["ephemeral"] and sent["view"] is view
+    assert sent["content"].endswith("Page 1/3 · 23 facts")
+    assert sent["content"].count("\n#") == 10
+    assert [c.custom_id for c in view.children] == ["facts:prev", "facts:next"]  # type: ignore[attr-defined]
+    assert (view.previous_page.disabled, view.next_page.disabled) == (True, False)
+
+    for _ in range(2):
+        press = FakeInteraction()
+        await view.next_page.callback(press)  # type: ignore[arg-type]
+    [edit] = press.response.calls
+    assert edit["content"].endswith("Page 3/3 · 23 facts")
+    assert edit["content"].count("\n#") == 3
+    assert (view.previous_page.disabled, view.next_page.disabled) == (False, True)
+
+    await view.on_timeout()
+    assert origin.original_edits == [{"view": view}]
+    assert all(item.disabled for item in view.children)  # type: ignore[attr-defined]
+    view.stop()
+
+
+async def test_one_page_needs_no_buttons_and_no_facts_a_friendly_line(service: MemoryService) -> None:
+    origin = FakeInteraction()
+    await pager(service, origin).send()
+    assert origin.response.calls == [
+        {
+            "kind": "send",
+            "content": "I don't remember anything about you here yet.",
+            "view": None,
+            "ephemeral": True,
+        }
+    ]
+    await add_facts(service, 2)
+    origin = FakeInteraction()
+    await pager(service, origin).send()
+    assert origin.response.calls[0]["view"] is None
+    assert origin.response.calls[0]["content"].endswith("Page 1/1 · 2 facts")
+
+
+async def test_buttons_answer_only_their_owner(service: MemoryService) -> None:
+    view = pager(service, FakeInteraction())
+    stranger = FakeInteraction(STRANGER)
+    assert await view.interaction_check(stranger) is False  # type: ignore[arg-type]
+    assert stranger.response.calls == [
+        {"kind": "send", "content": NOT_YOURS, "view": None, "ephemeral": True}
+    ]
+    assert await view.interaction_check(FakeInteraction(OWNER)) is True  # type: ignore[arg-type]
+    view.stop()
+
+
+async def test_confirm_cancel_and_timeout() -> None:
+    ran: list[bool] = []
+
+    async def action() -> str:
+        ran.append(True)
+        return forgot_text(4)
+
+    def confirm_view() -> ConfirmView:
+        return ConfirmView(FakeInteraction(), action, confirm_label="Forget everything")  # type: ignore[arg-type]
+
+    view = confirm_view()
+    assert [c.custom_id for c in view.children] == ["forget:confirm", "forget:cancel"]  # type: ignore[attr-defined]
+    press = FakeInteraction()
+    await view.children[0].callback(press)  # type: ignore[arg-type]
+    assert press.response.calls == [{"kind": "edit", "content": "Forgot 4 facts.", "view": None}]
+    assert ran == [True] and view.is_finished()
+
+    view = confirm_view()
+    press = FakeInteraction()
+    await view.children[1].callback(press)  # type: ignore[arg-type]
+    assert press.response.calls == [{"kind": "edit", "content": NOTHING_FORGOTTEN, "view": None}]
+    assert ran == [True]
+
+    view = confirm_view()
+    await view.on_timeout()
+    assert view.origin.original_edits == [{"content": NOTHING_FORGOTTEN_TIMEOUT, "view": None}]  # type: ignore[attr-defined]
+    view.stop()
+
+
+async def test_autocomplete_offers_only_the_callers_facts(service: MemoryService) -> None:
+    await add_facts(service, 3)
+    await add_facts(service, 2, user_id=STRANGER)
+    choices = await fact_choices(service, SCOPE, OWNER, "number")
+    assert len(choices) == 3
+    own = {f.id for f in await service.list_facts(SCOPE, OWNER)}
+    assert {c.value for c in choices} == own
+    assert all(c.name.startswith(f"#{c.value} · fact number") for c in choices)
