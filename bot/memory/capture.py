@@ -94,7 +94,8 @@ class CaptureBuffer:
 
     def _enqueue(self, op: _Op) -> None:
         if self._stopping:
-            raise RuntimeError("capture is stopping")
+            log.warning("capture is shutting down; a %s arriving now is not recorded", op.kind)
+            return
         self._queue.append(op)
         self._wakeup.set()
 

@@ -1,0 +1,187 @@
+"""End-to-end flows of capture and chat through the wire: the real bot, both stand-ins, real SQLite."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cogs.chat import FAILED_REPLY
+from tests.e2e import World, eventually, world
+from tests.fake_brain import system_text
+
+pytestmark = pytest.mark.e2e
+
+
+def block_of(request: dict[str, Any]) -> ET.Element | None:
+    system = system_text(request)
+    match = re.search(r"<background_facts>.*</background_facts>", system, re.S)
+    return ET.fromstring(match.group(0)) if match else None
+
+
+async def teach_alpha(w: World) -> None:
+    """Three people talk in Alpha's general channel; the buffer is flushed."""
+    await w.say(w.general, w.alice, "I live in Lisbon. My cat is called Miso.")
+    await w.say(w.general, w.bob, "I work as a carpenter")
+    await w.say(w.general, w.carol, "I am a marathon runner")
+    await w.say(w.general, w.bob, "Alice, you should visit Porto!")  # about someone else: no fact for alice
+    await w.flush()
+
+
+async def test_three_people_talk_and_each_ones_facts_are_stored_for_them(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await teach_alpha(w)
+        scope = f"guild:{w.alpha.id}"
+        assert sorted(f.text for f in await w.facts(scope, w.alice)) == [
+            "alice lives in Lisbon",
+            "alice's cat is called Miso",
+        ]
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob works as a carpenter"]
+        assert [f.text for f in await w.facts(scope, w.carol)] == ["carol is a marathon runner"]
+        assert all(f.scope == scope for f in await w.facts(scope, w.alice))
+        assert await w.facts(f"guild:{w.beta.id}", w.alice) == []
+        extract_calls = [r for r in w.gemini.requests if r.kind == "generate"]
+        assert len(extract_calls) == 1  # one call for the whole chunk
+
+
+async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await teach_alpha(w)
+        outsider = w.discord.add_user("dave")
+        await w.say(w.general, outsider, "I am a beekeeper")
+        await w.flush()
+        first = await w.say(w.general, w.bob, "Who here likes to travel?")
+        second = await w.say(w.general, w.carol, "I run, does that count?", reply_to=int(first["id"]))
+        await w.discord.send_message(
+            w.general,
+            w.alice,
+            "what should a carpenter and a marathon runner do in Lisbon?",
+            reply_to=int(second["id"]),
+            mention_bot=True,
+        )
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == "Nice to hear from you!"
+        assert reply["message_reference"]["message_id"] is not None
+        [request] = w.chat_requests()
+        block = block_of(request)
+        assert block is not None
+        people = {u.get("id"): [f.text for f in u] for u in block}
+        assert set(people) == {str(w.alice["id"]), str(w.bob["id"]), str(w.carol["id"])}
+        assert "alice lives in Lisbon" in people[str(w.alice["id"])]
+        assert people[str(w.bob["id"])] == ["bob works as a carpenter"]
+        assert "beekeeper" not in system_text(request)
+        assert "background data" in system_text(request)
+        turns = request["contents"]
+        assert turns[-1]["role"] == "user" and "alice:" in turns[-1]["parts"][-1]["text"]
+        assert any("bob: Who here likes to travel?" in p["text"] for t in turns for p in t["parts"])
+
+
+async def test_facts_never_cross_guilds_or_into_dms(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await teach_alpha(w)
+        beta_general = w.beta.channels["general"]
+        await w.discord.send_message(
+            beta_general, w.alice, "hello, tell me about Lisbon cats", mention_bot=True
+        )
+        await w.discord.wait_for_bot_message(beta_general, timeout=10)
+        await w.discord.send_dm(w.alice, "what do you know about me, Lisbon, Miso, my cat?")
+        await w.discord.wait_for_bot_message(w.discord.dm_channel_id(w.alice), timeout=10)
+        requests = w.chat_requests()
+        assert len(requests) == 2
+        for request in requests:
+            text = str(request)
+            assert "alice lives in Lisbon" not in text and "Miso" not in system_text(request)
+            assert block_of(request) is None
+        # The DM itself is remembered in the DM scope only.
+        await w.discord.send_dm(w.alice, "I am allergic to peanuts")
+        await eventually(lambda: w.bot.memory.store.call(lambda s: s.count_pending("dm") == 1))
+        await w.flush()
+        assert [f.text for f in await w.facts("dm", w.alice)] == ["alice is allergic to peanuts"]
+        assert "peanuts" not in str([f.text for f in await w.facts(f"guild:{w.alpha.id}", w.alice)])
+
+
+async def test_gemini_failing_on_a_chat_gives_a_short_message_and_an_admin_log_entry(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        w.bot.memory.guild(w.alpha.id)  # default settings
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.gemini.fail_next(500, count=2, kind="stream")  # the first try and its one retry
+        await w.discord.send_message(w.general, w.bob, "hey bot, how are you?", mention_bot=True)
+        failed = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert failed["content"] == FAILED_REPLY
+        entry = await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Chat reply failed" in m["content"], timeout=10
+        )
+        assert "500" in entry["content"] and "test-key" not in entry["content"]
+        await w.discord.send_message(w.general, w.bob, "still there?", mention_bot=True)
+        answer = await w.discord.wait_for_bot_message(
+            w.general, predicate=lambda m: m["content"] == "Nice to hear from you!", timeout=10
+        )
+        assert answer["content"] == "Nice to hear from you!"
+
+
+async def test_a_long_answer_is_split_with_fences_intact_and_nothing_can_ping(tmp_path: Path) -> None:
+    code = "\n".join(f"    step_{i} = compute({i})  # @everyone" for i in range(60))
+    long_answer = (
+        "Here is the plan, @everyone and @here and <@&123>:\n\n"
+        + ("Some words to explain. " * 60)
+        + "\n\n"
+        + "```python\ndef plan():\n"
+        + code
+        + "\n```\n\n"
+        + ("More explanation follows here. " * 70)
+    )
+    assert len(long_answer) > 5000
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = long_answer
+        w.gemini.stream_chunk_size = 700
+        await w.discord.send_message(w.general, w.alice, "give me a long plan please", mention_bot=True)
+
+        async def all_parts() -> bool:
+            return sum(len(m["content"]) for m in w.discord.bot_messages(w.general)) >= 5000
+
+        await eventually(all_parts, what="all parts of the answer")
+        parts = [m["content"] for m in w.discord.bot_messages(w.general)]
+        assert len(parts) >= 3 and all(len(p) <= 2000 for p in parts)
+        assert all(p.count("```") % 2 == 0 for p in parts)
+        joined = "".join(parts)
+        assert all(f"step_{i} = compute({i})" in joined for i in range(60))
+        sends = [
+            r
+            for r in w.discord.requests
+            if r.method in ("POST", "PATCH") and re.search(r"/channels/\d+/messages", r.path)
+        ]
+        assert sends
+        for request in sends:
+            allowed = request.json.get("allowed_mentions")
+            assert allowed is not None, request.path
+            assert allowed.get("parse") == [] and not allowed.get("roles") and not allowed.get("users")
+
+
+async def test_deleted_messages_teach_nothing_and_take_their_facts_along(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        oops = await w.say(w.general, w.alice, "I am secretly a spy")
+        await w.say(w.general, w.alice, "I have a red bicycle")
+        await w.discord.delete_message(w.general, int(oops["id"]))
+        await eventually(lambda: _not(w.captured(oops["id"])), what="deletion from the buffer")
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.alice)] == ["alice has a red bicycle"]
+        assert "spy" not in str([r.json for r in w.gemini.requests])
+
+        source = await w.say(w.general, w.bob, "I play the tuba")
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob plays the tuba"]
+        await w.discord.delete_message(w.general, int(source["id"]))
+
+        async def forgotten() -> bool:
+            return await w.facts(scope, w.bob) == []
+
+        await eventually(forgotten, what="the fact of the deleted message to be forgotten")
+
+
+async def _not(check: Any) -> bool:
+    return not await check
