@@ -65,6 +65,12 @@ async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_p
         reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
         assert reply["content"] == "Nice to hear from you!"
         assert reply["message_reference"]["message_id"] is not None
+        # The bot's own reply is kept as context for the next extraction, marked as the bot's.
+        await eventually(lambda: w.captured(reply["id"]), what="capture of the bot's reply")
+        row = w.bot.memory.store.sync.conn.execute(
+            "SELECT is_bot, content FROM pending_messages WHERE message_id = ?", (reply["id"],)
+        ).fetchone()
+        assert tuple(row) == (1, "Nice to hear from you!")
         [request] = w.chat_requests()
         block = block_of(request)
         assert block is not None

@@ -39,12 +39,17 @@ class Chat(commands.Cog):
 
     # ---- capture -----------------------------------------------------------------------------------------
 
-    def capture(self, message: discord.Message) -> None:
-        """Hand the message to memory: humans as speakers, the bot's own turns as context."""
-        own = self.bot.user is not None and message.author.id == self.bot.user.id
-        if (message.author.bot and not own) or message.webhook_id or message.type not in CAPTURED_TYPES:
+    def capture(self, message: discord.Message, *, own_text: str | None = None) -> None:
+        """Hand a message to memory: people's messages as speakers, the bot's own replies as context.
+
+        The bot's replies are captured by `show()` as it sends them (`own_text`), not from the gateway echo,
+        so its admin-log posts and other messages never enter the buffer.
+        """
+        own = own_text is not None
+        if not own and (message.author.bot or message.webhook_id or message.type not in CAPTURED_TYPES):
             return
-        if not worth_reading(message.content):
+        content = own_text if own_text is not None else message.clean_content
+        if not worth_reading(message.content if not own else content):
             return
         self.bot.memory.capture(
             BufferedMessage(
@@ -53,7 +58,7 @@ class Chat(commands.Cog):
                 channel_id=str(message.channel.id),
                 author_id=str(message.author.id),
                 author_name=speaker_name(message.author),
-                content=message.clean_content,
+                content=content,
                 created_at=iso(message.created_at),
                 is_bot=own,
             ),
@@ -210,10 +215,13 @@ class Chat(commands.Cog):
             if index < len(sent):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
-            elif index == 0:
+                    self.bot.memory.message_edited(sent[index].id, part)
+                continue
+            if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))
             else:
                 sent.append(await trigger.channel.send(part))
+            self.capture(sent[-1], own_text=part)
 
     async def replace_with(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
         """Swap a half-finished reply for a short message, so nobody reads a truncated answer."""

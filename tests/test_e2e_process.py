@@ -1,0 +1,160 @@
+"""`python -m bot` as a host runs it: start-up log, command sync, SIGTERM, and clear start-up failures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.memory.db import connect
+from tests.discord_standin import DiscordStandIn
+from tests.e2e import eventually
+from tests.gemini_standin import GeminiStandIn
+from tests.test_cli import clean_env
+
+pytestmark = pytest.mark.e2e
+
+
+class BotProcess:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self.stderr = ""
+        assert proc.stdout is not None
+        self._reader = asyncio.create_task(self._read(proc.stdout))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            self.lines.append(line.decode())
+
+    async def wait_line(self, text: str, timeout: float = 20.0) -> str:
+        async def found() -> bool:
+            return any(text in line for line in self.lines) or self.proc.returncode is not None
+
+        await eventually(found, timeout, what=f"log line {text!r}")
+        return next(line for line in self.lines if text in line)
+
+    async def finish(self, timeout: float = 20.0) -> int:
+        code = await asyncio.wait_for(self.proc.wait(), timeout)
+        await self._reader
+        assert self.proc.stderr is not None
+        self.stderr = (await self.proc.stderr.read()).decode()
+        return code
+
+
+async def start_bot(env: dict[str, str], cwd: Path) -> BotProcess:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    return BotProcess(proc)
+
+
+@pytest.fixture
+async def stand_ins() -> AsyncIterator[tuple[DiscordStandIn, GeminiStandIn]]:
+    async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
+        yield discord_standin, gemini
+
+
+def bot_env(
+    discord_standin: DiscordStandIn, gemini: GeminiStandIn, tmp_path: Path, **extra: str
+) -> dict[str, str]:
+    return clean_env(
+        DISCORD_TOKEN="test-token",
+        GEMINI_API_KEY="test-key",
+        GEMINI_BASE_URL=gemini.base_url,
+        DISCORD_API_BASE_URL=discord_standin.api_base,
+        DISCORD_GATEWAY_URL=discord_standin.gateway_url,
+        DATABASE_PATH=str(tmp_path / "bot.sqlite3"),
+        MEMORY_FLUSH_QUIET_SECONDS="3600",
+        **extra,
+    )
+
+
+async def test_without_a_token_it_says_so_in_one_line(tmp_path: Path) -> None:
+    proc = await start_bot(clean_env(GEMINI_API_KEY="k"), tmp_path)
+    assert await proc.finish() == 1
+    assert proc.stderr.strip().splitlines() == [
+        "error: DISCORD_TOKEN is not set (the bot token from the Discord developer portal); see README.md and "
+        ".env.example"
+    ]
+
+
+async def test_refused_privileged_intents_are_explained(tmp_path: Path) -> None:
+    async with GeminiStandIn() as gemini, DiscordStandIn(refuse_privileged_intents=True) as discord_standin:
+        discord_standin.add_guild("Alpha")
+        proc = await start_bot(bot_env(discord_standin, gemini, tmp_path), tmp_path)
+        assert await proc.finish() == 1
+    assert "MESSAGE CONTENT INTENT" in proc.stderr and "SERVER MEMBERS INTENT" in proc.stderr
+
+
+async def test_start_sync_capture_and_sigterm(
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+) -> None:
+    discord_standin, gemini = stand_ins
+    guild = discord_standin.add_guild("Alpha")
+    alice = discord_standin.add_user("alice")
+    env = bot_env(discord_standin, gemini, tmp_path, ADMIN_LOG_CHANNEL_ID=str(guild.channels["bot-log"]))
+
+    bot = await start_bot(env, tmp_path)
+    ready = await bot.wait_line("ready as")
+    assert "in 1 guilds; 0 active facts, 0 pending messages" in ready
+    assert "test-token" not in "".join(bot.lines) and "test-key" not in "".join(bot.lines)
+    puts = [r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
+    assert len(puts) == 1 and "/guilds/" not in puts[0].path  # global sync, once
+    names = {c["name"] for c in discord_standin.synced_commands[None]}
+    assert {"facts", "forget", "memory", "memory-admin"} <= names
+    await discord_standin.wait_for_bot_message(
+        guild.channels["bot-log"], lambda m: "started" in m["content"], timeout=10
+    )
+
+    await discord_standin.send_message(guild.channels["general"], alice, "I grow tomatoes on my balcony")
+
+    async def captured() -> bool:
+        conn = connect(tmp_path / "bot.sqlite3", readonly=True)
+        try:
+            return conn.execute("SELECT count(*) FROM pending_messages WHERE is_bot = 0").fetchone()[0] == 1
+        finally:
+            conn.close()
+
+    await eventually(captured, what="the message in the durable buffer")
+    bot.proc.send_signal(signal.SIGTERM)
+    assert await bot.finish() == 0
+    assert any("received SIGTERM" in line for line in bot.lines)
+    await discord_standin.wait_for_bot_message(
+        guild.channels["bot-log"], lambda m: "shutting down" in m["content"], timeout=5
+    )
+
+    # The restart finds the captured message waiting, and does not sync unchanged commands again.
+    again = await start_bot(env, tmp_path)
+    ready = await again.wait_line("ready as")
+    assert "1 pending messages" in ready
+    assert any("app commands unchanged" in line for line in again.lines)
+    assert (
+        len([r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]) == 1
+    )
+    again.proc.send_signal(signal.SIGTERM)
+    assert await again.finish() == 0
+
+
+async def test_dev_guild_sync_goes_to_that_guild(
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+) -> None:
+    discord_standin, gemini = stand_ins
+    guild = discord_standin.add_guild("Dev")
+    bot = await start_bot(bot_env(discord_standin, gemini, tmp_path, DEV_GUILD_ID=str(guild.id)), tmp_path)
+    await bot.wait_line("ready as")
+    [put] = [r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
+    assert f"/guilds/{guild.id}/commands" in put.path
+    os.kill(bot.proc.pid, signal.SIGINT)
+    assert await bot.finish() == 0
