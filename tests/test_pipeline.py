@@ -144,10 +144,20 @@ async def test_merge_replaces_the_old_fact_with_the_merged_text(
     assert set(merged.source_message_ids) == {"m1", "seed"}
     paris = store.get_fact(old)
     assert paris is not None and paris.status is FactStatus.MERGED and paris.superseded_by == merged.id
-    [(hit, distance)] = store.knn(SCOPE, "alice", angled(10), 5)
-    assert hit.id == merged.id and distance == pytest.approx(
-        0.0, abs=1e-6
-    )  # stored with the merged text's vector
+    # Searchable at once with the new fact's vector; the merged text's own vector comes with the next flush's
+    # single embedding request.
+    [(hit, distance)] = store.knn(SCOPE, "alice", angled(20), 5)
+    assert hit.id == merged.id and distance == pytest.approx(0.0, abs=1e-6)
+    assert store.stale_facts() == [(merged.id, "Alice lives in Berlin, formerly Paris")]
+    embedder.vectors["Alice has a dog"] = angled(90, towards=3)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice has a dog", ["m9"]))
+    calls_before = len(embedder.calls)
+    await capture_and_flush(service, msg("m9", "alice", "I have a dog"))
+    assert len(embedder.calls) == calls_before + 1
+    assert embedder.calls[-1][0] == ["Alice has a dog", "Alice lives in Berlin, formerly Paris"]
+    [(hit, distance)] = store.knn(SCOPE, "alice", angled(10), 1)
+    assert hit.id == merged.id and distance == pytest.approx(0.0, abs=1e-6)
+    assert store.stale_facts() == []
     assert ("merged", old) in {(e["kind"], e["fact_id"]) for e in store.events(SCOPE, "alice")}
 
 

@@ -2,7 +2,8 @@
 
 Cost is the point of the shape: one batched embedding request for all new facts of a flush, duplicates
 settled without Gemini, and ONE decision call for every fact that has candidates (split only when the
-prompt would grow past a size bound). Per-person locks, always taken in sorted order, keep two flushes
+prompt would grow past a size bound). A MERGE's text is embedded with the NEXT flush's request (the
+merged fact is searchable meanwhile with the new fact's vector), so a flush never needs a second one. Per-person locks, always taken in sorted order, keep two flushes
 from deciding against the same facts at once.
 """
 
@@ -68,6 +69,7 @@ class Consolidator:
         duplicate_distance: float,
         max_candidates: int = 8,
         prompt_char_budget: int = 40_000,
+        refresh_per_flush: int = 50,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -76,6 +78,7 @@ class Consolidator:
         self.duplicate_distance = duplicate_distance
         self.max_candidates = max_candidates
         self.prompt_char_budget = prompt_char_budget
+        self.refresh_per_flush = refresh_per_flush
         self.locks = PersonLocks()
 
     async def run(
@@ -87,10 +90,16 @@ class Consolidator:
     ) -> list[AppliedChange]:
         """Decide and apply. Gemini errors propagate before anything is written."""
         facts = self._dedupe_exact(facts)
+        refreshed: list[tuple[int, list[float]]] = []
         if facts:
-            vectors = await self.embedder.embed([f.text for f in facts], "document")
-            for fact, vector in zip(facts, vectors, strict=True):
+            # One embedding request per flush: the new facts, plus merged facts awaiting their own vector.
+            stale = await self.store.call(Store.stale_facts, self.refresh_per_flush)
+            vectors = await self.embedder.embed(
+                [f.text for f in facts] + [text for _, text in stale], "document"
+            )
+            for fact, vector in zip(facts, vectors, strict=False):
                 fact.embedding = vector
+            refreshed = [(fid, vector) for (fid, _), vector in zip(stale, vectors[len(facts) :], strict=True)]
             facts = self._dedupe_close(facts)
         async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
             operations, pending = await self._triage(facts)
@@ -101,6 +110,7 @@ class Consolidator:
                 operations,
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
+                refreshed=refreshed,
             )
 
     @staticmethod
@@ -200,17 +210,7 @@ class Consolidator:
             )
             for d in result.decisions:
                 decisions.setdefault(d.new_fact, d)
-        operations: list[Operation] = []
-        merges: list[Operation] = []
-        for p in pending:
-            operations.append(self._operation(p, decisions.get(p.index)))
-            if operations[-1].decision is Decision.MERGE:
-                merges.append(operations[-1])
-        if merges:
-            vectors = await self.embedder.embed([op.merged_text or "" for op in merges], "document")
-            for op, vector in zip(merges, vectors, strict=True):
-                op.merged_embedding = vector
-        return operations
+        return [self._operation(p, decisions.get(p.index)) for p in pending]
 
     @staticmethod
     def _operation(p: _Pending, d: ConsolidationDecision | None) -> Operation:

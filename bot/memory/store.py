@@ -124,6 +124,7 @@ MIGRATIONS: list[str] = [
         guild_id TEXT NOT NULL, channel_id TEXT NOT NULL, PRIMARY KEY (guild_id, channel_id)
     ) WITHOUT ROWID;
     CREATE TABLE app_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE stale_vectors (fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE);
     """,
 ]
 
@@ -632,16 +633,19 @@ class Store:
         *,
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
+        refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
     ) -> list[AppliedChange]:
         """Apply a flush's decisions, their events and the removal of its buffered messages in ONE transaction.
 
         An operation whose target is not an active fact of the same person (forgotten meanwhile, or an id
-        the model made up) is applied as ADD. Facts of people who opted out are dropped.
+        the model made up) is applied as ADD. Facts of people who opted out are dropped. `refreshed` carries
+        fresh vectors for facts listed by `stale_facts()`.
         """
         now = iso(utcnow())
         applied: list[AppliedChange] = []
         with self._tx():
+            self._refresh_vectors(refreshed)
             opted_out = self.opted_out()
             for (scope, user_id), name in (user_names or {}).items():
                 self._upsert_user(scope, user_id, name)
@@ -655,7 +659,7 @@ class Store:
                     target is None or target[:2] != (fact.scope, fact.user_id)
                 ):
                     decision = Decision.ADD
-                if decision is Decision.MERGE and not (op.merged_text and op.merged_embedding):
+                if decision is Decision.MERGE and not op.merged_text:
                     decision = Decision.KEEP
                 fact_id: int | None
                 if decision in (Decision.ADD, Decision.KEEP):
@@ -688,15 +692,18 @@ class Store:
                     )
                 else:
                     assert op.target_id is not None and target is not None
+                    assert fact.embedding is not None
+                    text, vector = fact.text, fact.embedding
                     if decision is Decision.MERGE:
-                        assert op.merged_text is not None and op.merged_embedding is not None
-                        text, vector = op.merged_text, op.merged_embedding
-                    else:
-                        assert fact.embedding is not None
-                        text, vector = fact.text, fact.embedding
+                        assert op.merged_text is not None
+                        text, vector = op.merged_text, op.merged_embedding or fact.embedding
                     fact_id = self._insert_fact(fact, text, vector, now)
                     if decision is Decision.MERGE:
                         self._add_sources(fact_id, self._sources([op.target_id]).get(op.target_id, ()))
+                        if op.merged_embedding is None:
+                            # Searchable at once with the new fact's vector; the merged text's own vector
+                            # rides along with the next flush's embedding request (see refresh below).
+                            self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
                     status = FactStatus.MERGED if decision is Decision.MERGE else FactStatus.INVALIDATED
                     self._supersede(op.target_id, fact_id, status, now)
                     self._event(
@@ -728,6 +735,24 @@ class Store:
             for mid in consumed_message_ids:
                 self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
         return applied
+
+    def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
+        """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT f.id, f.text FROM stale_vectors AS s JOIN facts AS f ON f.id = s.fact_id "
+                "ORDER BY s.fact_id LIMIT ?",
+                (limit,),
+            ).fetchall()
+        ]
+
+    def _refresh_vectors(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        for fact_id, vector in vectors:
+            self.conn.execute(
+                "UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (vector_blob(vector), fact_id)
+            )
+            self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fact_id,))
 
     # ---- forgetting ----------------------------------------------------------------------------------------
 
@@ -897,6 +922,7 @@ class Store:
                     "UPDATE facts SET archived_embedding = ? WHERE id = ? AND archived_embedding IS NOT NULL",
                     (blob, fid),
                 )
+                self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fid,))
             if vectors:
                 self._set_meta("reembed_after_id", str(max(fid for fid, _ in vectors)))
 
