@@ -8,13 +8,18 @@ import signal
 import sys
 from pathlib import Path
 
-from bot.llm.gemini import Purpose
+import pytest
+
+from bot.llm.gemini import GeminiClient, GeminiError, Purpose
 from bot.memory.capture import FlushPolicy
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
+from tests.fake_brain import FakeBrain
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.gemini_standin import GeminiStandIn
 from tests.test_capture import echo_extractor, wait_until
+from tests.test_pipeline import msg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,3 +61,41 @@ async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_
         assert texts == sorted(f"User0 said: I have a pet number {i}" for i in (0, 3, 6))
     finally:
         await service.close()
+
+
+async def test_gemini_failing_for_the_whole_retry_budget_keeps_messages_until_it_answers(
+    tmp_path: Path,
+) -> None:
+    async with GeminiStandIn() as gemini:
+        gemini.generate_handler = FakeBrain()
+        client = GeminiClient(
+            api_key="k",
+            base_url=gemini.base_url,
+            chat_model="chat",
+            memory_model="memory",
+            embedding_model="fake-embedding",
+            embedding_dimensions=DIMS,
+            max_retries=2,
+            backoff_base_seconds=0.01,
+        )
+        settings = make_settings(tmp_path)
+        store = await AsyncStore.open(
+            settings.database_path, embedding_model="fake-embedding", dimensions=DIMS
+        )
+        service = MemoryService(store, client, client, settings)
+        await service.start()
+        try:
+            service.capture(msg("m1", "alice", "I live in Tromsø"), guild_id=100)
+            gemini.fail_next(503, count=3, kind="generate")
+            with pytest.raises(GeminiError):
+                await service.flush_now()
+            assert len(gemini.of_kind("generate")) == 3  # the first try and both retries
+            assert await store.call(Store.count_pending) == 1
+            assert client.usage.snapshot()["extract"]["errors"] == 1
+            await service.flush_now()
+            assert await store.call(Store.count_pending) == 0
+            assert [f.text for f in await service.list_facts("guild:100", "alice")] == [
+                "Alice lives in Tromsø"
+            ]
+        finally:
+            await service.close()
