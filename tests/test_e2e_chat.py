@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -191,3 +192,43 @@ async def test_deleted_messages_teach_nothing_and_take_their_facts_along(tmp_pat
 
 async def _not(check: Any) -> bool:
     return not await check
+
+
+async def test_a_reply_streams_with_typing_and_spaced_edits(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = " ".join(f"word{i}" for i in range(60))
+        w.gemini.stream_chunk_size = 40
+        w.gemini.stream_chunk_delay = 0.25  # about 3 seconds of streaming
+        await w.discord.send_message(w.general, w.alice, "tell me a story", mention_bot=True)
+        final = await w.discord.wait_for_bot_message(
+            w.general, lambda m: m["content"].endswith("word59"), timeout=15
+        )
+        assert final["content"] == w.brain.chat_reply
+        typing = [r for r in w.discord.requests if r.method == "POST" and r.path.endswith("/typing")]
+        assert typing
+        writes = [
+            r
+            for r in w.discord.requests
+            if re.search(rf"/channels/{w.general}/messages(/{final['id']})?$", r.path)
+            and r.method in ("POST", "PATCH")
+        ]
+        assert writes[0].method == "POST" and len(writes) >= 2  # sent early, then edited as text arrived
+        gaps = [b.at - a.at for a, b in itertools.pairwise(writes)]
+        assert min(gaps) >= 1.4
+
+
+async def test_an_edit_before_the_flush_is_what_gets_learned(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        message = await w.say(w.general, w.carol, "I live in Pariss")
+        await w.discord.edit_message(w.general, int(message["id"]), "I live in Paris")
+
+        async def edited() -> bool:
+            await w.bot.memory.capture_buffer.wait_written()
+            row = w.bot.memory.store.sync.conn.execute(
+                "SELECT content FROM pending_messages WHERE message_id = ?", (message["id"],)
+            ).fetchone()
+            return row is not None and row[0] == "I live in Paris"
+
+        await eventually(edited, what="the edit in the buffer")
+        await w.flush()
+        assert [f.text for f in await w.facts(f"guild:{w.alpha.id}", w.carol)] == ["carol lives in Paris"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -187,9 +188,9 @@ class Chat(commands.Cog):
         system = await self.system_instruction(message, messages)
         sent: list[discord.Message] = []
         text = ""
+        last_sync = 0.0
         try:
             async with message.channel.typing():
-                last_sync = 0.0
                 async for delta in self.bot.gemini.chat_stream(system=system, turns=self.turns(messages)):
                     text += delta
                     if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
@@ -197,6 +198,8 @@ class Chat(commands.Cog):
                         last_sync = time.monotonic()
             if not text.strip():
                 raise GeminiError("Gemini returned an empty answer")
+            if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
+                await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
             await self.show(message, sent, text)
         except GeminiRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)

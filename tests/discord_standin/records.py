@@ -54,6 +54,7 @@ class RecordedRequest:
     files: list[dict[str, Any]] = field(default_factory=list)
     status: int | None = None
     response: Any = None
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def route(self) -> str:
