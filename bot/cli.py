@@ -214,10 +214,8 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
         store.close()
 
 
-def read_import_lines(path: Path) -> tuple[list[NewFact], list[str]]:
-    """Parse a JSONL import file; bad lines are reported by number and the good ones kept."""
-    facts: list[NewFact] = []
-    problems: list[str] = []
+def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
+    """(line number, object) for each non-blank line, or (line number, error) for a line that is not one."""
     try:
         handle = path.open(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -228,25 +226,38 @@ def read_import_lines(path: Path) -> tuple[list[NewFact], list[str]]:
                 continue
             try:
                 item = json.loads(raw)
-                if not isinstance(item, dict):
-                    raise ValueError("expected a JSON object")
-                scope, user_id, text = item.get("scope"), item.get("user_id"), item.get("text")
-                if not isinstance(scope, str) or not valid_scope(scope):
-                    raise ValueError("'scope' must be guild:<id> or dm")
-                if (
-                    isinstance(user_id, bool)
-                    or not isinstance(user_id, str | int)
-                    or not str(user_id).strip()
-                ):
-                    raise ValueError("'user_id' must be a non-empty string or number")
-                if not isinstance(text, str) or not worth_reading(text):
-                    raise ValueError("'text' must be a non-empty string")
-                name = item.get("user_name")
-                facts.append(
-                    NewFact(scope, str(user_id).strip(), str(name) if name else "", clean(text, 500), [])
-                )
-            except (json.JSONDecodeError, ValueError) as exc:
-                problems.append(f"{path}:{number}: {exc}")
+            except json.JSONDecodeError as exc:
+                yield number, ValueError(f"not JSON: {exc}")
+                continue
+            yield number, item if isinstance(item, dict) else ValueError("expected a JSON object")
+
+
+def _scope_field(item: dict[str, Any]) -> str:
+    scope = item.get("scope")
+    if not isinstance(scope, str) or not valid_scope(scope):
+        raise ValueError("'scope' must be guild:<id> or dm")
+    return scope
+
+
+def read_import_lines(path: Path) -> tuple[list[NewFact], list[str]]:
+    """Parse a JSONL import file; bad lines are reported by number and the good ones kept."""
+    facts: list[NewFact] = []
+    problems: list[str] = []
+    for number, item in jsonl_objects(path):
+        try:
+            if isinstance(item, ValueError):
+                raise item
+            scope, user_id, text = _scope_field(item), item.get("user_id"), item.get("text")
+            if isinstance(user_id, bool) or not isinstance(user_id, str | int) or not str(user_id).strip():
+                raise ValueError("'user_id' must be a non-empty string or number")
+            if not isinstance(text, str) or not worth_reading(text):
+                raise ValueError("'text' must be a non-empty string")
+            name = item.get("user_name")
+            facts.append(
+                NewFact(scope, str(user_id).strip(), str(name) if name else "", clean(text, 500), [])
+            )
+        except ValueError as exc:
+            problems.append(f"{path}:{number}: {exc}")
     return facts, problems
 
 
@@ -350,25 +361,16 @@ def _recall_lines(answer: dict[str, Any]) -> list[str]:
 
 async def _recall_file(service: Any, path: Path) -> list[str]:
     problems: list[str] = []
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from exc
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
+    for number, item in jsonl_objects(path):
         try:
-            item = json.loads(raw)
-            if not isinstance(item, dict):
-                raise ValueError("expected a JSON object")
-            scope, users, query = item.get("scope"), item.get("user_ids"), item.get("query")
-            if not isinstance(scope, str) or not valid_scope(scope):
-                raise ValueError("'scope' must be guild:<id> or dm")
+            if isinstance(item, ValueError):
+                raise item
+            scope, users, query = _scope_field(item), item.get("user_ids"), item.get("query")
             if not isinstance(users, list) or not users:
                 raise ValueError("'user_ids' must be a non-empty list")
             if not isinstance(query, str):
                 raise ValueError("'query' must be a string")
-        except (json.JSONDecodeError, ValueError) as exc:
+        except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
             print(json.dumps({"line": number, "error": str(exc)}))
             continue

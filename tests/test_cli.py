@@ -180,7 +180,8 @@ async def test_import_then_recall_returns_the_right_persons_facts_only(
     assert rows[2]["users"][0]["facts"] == []  # nothing was imported into DMs
 
 
-async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> None:
+async def import_three_dm_facts(tmp_path: Path, gemini: GeminiStandIn) -> dict[str, str]:
+    """Import three DM facts of user 7 through the CLI; returns the environment used."""
     env = clean_env(
         GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(tmp_path / "m.sqlite3")
     )
@@ -192,6 +193,11 @@ async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> 
         )
     )
     assert (await run_cli("facts", "import", str(data), env=env, cwd=tmp_path))[0] == 0
+    return env
+
+
+async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> None:
+    env = await import_three_dm_facts(tmp_path, gemini)
     code, out, _ = await run_cli(
         "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
     )
@@ -217,17 +223,7 @@ async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> 
 async def test_changing_the_embedding_dimension_requires_reembed(
     tmp_path: Path, gemini: GeminiStandIn
 ) -> None:
-    env = clean_env(
-        GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(tmp_path / "m.sqlite3")
-    )
-    data = tmp_path / "f.jsonl"
-    data.write_text(
-        "\n".join(
-            json.dumps({"scope": "dm", "user_id": "7", "text": f"Seven likes {w}"})
-            for w in ("tea", "jazz", "rain")
-        )
-    )
-    assert (await run_cli("facts", "import", str(data), env=env, cwd=tmp_path))[0] == 0
+    env = await import_three_dm_facts(tmp_path, gemini)
     env["EMBEDDING_DIMENSIONS"] = "256"
     code, _, err = await run_cli(
         "recall", "--scope", "dm", "--user", "7", "--query", "tea", env=env, cwd=tmp_path
