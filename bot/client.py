@@ -43,7 +43,10 @@ def point_discord_at(api_base_url: str, gateway_url: str) -> None:
     import yarl
 
     if api_base_url:
-        discord.http.Route.BASE = api_base_url.rstrip("/")
+        base = yarl.URL(api_base_url.rstrip("/"))
+        if base.path in ("", "/"):  # a bare host: Discord's REST API lives under /api/v10
+            base = base.with_path("/api/v10")
+        discord.http.Route.BASE = str(base)
     if gateway_url:
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 

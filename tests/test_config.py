@@ -71,3 +71,19 @@ def test_dotenv_file_is_read_but_the_environment_wins(
     monkeypatch.setenv("CHAT_HISTORY_LIMIT", "9")
     s = load_settings(dotenv_path=env_file)
     assert s.discord_token == "from-file" and s.chat_history_limit == 9
+
+
+def test_proxy_urls_are_applied_and_a_bare_host_gets_the_api_path() -> None:
+    import discord
+
+    from bot.client import point_discord_at
+
+    old_base, old_gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    try:
+        point_discord_at("http://127.0.0.1:8080", "ws://127.0.0.1:8080/gateway")
+        assert discord.http.Route.BASE == "http://127.0.0.1:8080/api/v10"
+        assert str(discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == "ws://127.0.0.1:8080/gateway"
+        point_discord_at("https://proxy.example/api/v10/", "")
+        assert discord.http.Route.BASE == "https://proxy.example/api/v10"
+    finally:
+        discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_base, old_gateway

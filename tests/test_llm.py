@@ -374,6 +374,15 @@ async def test_wrong_embedding_dimension_is_an_error(standin: GeminiStandIn, cli
         await client.embed(["x"], "document")
 
 
+async def test_a_longer_embedding_is_truncated_then_normalised(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    dims = client.embedding_dimensions
+    standin.embed_handler = lambda text, task, _dims: [3.0, 4.0] + [0.0] * (dims - 2) + [100.0] * 50
+    [vector] = await client.embed(["x"], "document")
+    assert len(vector) == dims and vector[:2] == pytest.approx([0.6, 0.8])
+
+
 async def test_unreachable_server_is_a_retryable_error(standin: GeminiStandIn) -> None:
     await standin.stop()
     gemini = make_client(standin, max_retries=1)

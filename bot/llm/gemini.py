@@ -279,6 +279,9 @@ class GeminiClient:
 
             batch = await self._with_retries(Purpose.EMBED, attempt)
             for values in batch:
+                # gemini-embedding-001 is Matryoshka-trained: a longer vector cut to its first N values (then
+                # normalised) is what output_dimensionality gives, so an endpoint that ignores it still works.
+                values = values[: self.embedding_dimensions]
                 if len(values) != self.embedding_dimensions:
                     self.usage.counters[Purpose.EMBED].errors += 1
                     raise GeminiError(
