@@ -94,7 +94,16 @@ class MemoryBot(commands.Bot):
         if await self.memory.store.call(Store.get_state, key) == digest:
             log.info("app commands unchanged; not syncing")
             return
-        synced = await self.tree.sync(guild=guild)
+        try:
+            synced = await self.tree.sync(guild=guild)
+        except discord.HTTPException as exc:
+            # The bot still works with the commands Discord already has; the next start tries again.
+            log.error(
+                "syncing app commands failed (%s %s); continuing with the ones Discord has",
+                exc.status,
+                exc.text,
+            )
+            return
         await self.memory.store.call(Store.set_state, key, digest)
         log.info("synced %d app commands %s", len(synced), f"to guild {guild.id}" if guild else "globally")
 

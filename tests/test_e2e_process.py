@@ -158,3 +158,16 @@ async def test_dev_guild_sync_goes_to_that_guild(
     assert f"/guilds/{guild.id}/commands" in put.path
     os.kill(bot.proc.pid, signal.SIGINT)
     assert await bot.finish() == 0
+
+
+async def test_a_failed_command_sync_does_not_stop_the_bot(
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+) -> None:
+    discord_standin, gemini = stand_ins
+    discord_standin.add_guild("Alpha")
+    discord_standin.fail_route("PUT", r"/commands$", status=403, count=None)
+    bot = await start_bot(bot_env(discord_standin, gemini, tmp_path), tmp_path)
+    await bot.wait_line("ready as")
+    assert any("syncing app commands failed" in line for line in bot.lines)
+    bot.proc.send_signal(signal.SIGTERM)
+    assert await bot.finish() == 0
