@@ -47,6 +47,9 @@ class BotProcess:
         return code
 
 
+STARTED: list[asyncio.subprocess.Process] = []
+
+
 async def start_bot(env: dict[str, str], cwd: Path) -> BotProcess:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -57,7 +60,19 @@ async def start_bot(env: dict[str, str], cwd: Path) -> BotProcess:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    STARTED.append(proc)
     return BotProcess(proc)
+
+
+@pytest.fixture(autouse=True)
+async def no_bot_left_running() -> AsyncIterator[None]:
+    """A failing test must not leave a bot process behind."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 @pytest.fixture
