@@ -36,10 +36,12 @@ async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    assert child.stdout is not None
-    line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
-    assert line == b"CAPTURED\n"
-    child.send_signal(signal.SIGKILL)
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), timeout=30)
+        assert line == b"CAPTURED\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
     assert await child.wait() == -signal.SIGKILL
 
     settings = make_settings(tmp_path, database_path=db)
