@@ -221,3 +221,28 @@ async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
         await wait_until(learned)
     finally:
         await second.close()
+
+
+async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    entered, release = asyncio.Event(), asyncio.Event()
+    original = llm.generate_json
+
+    async def slow(purpose: Purpose, **kwargs: Any) -> Any:
+        entered.set()
+        await release.wait()
+        return await original(purpose, **kwargs)
+
+    llm.generate_json = slow  # type: ignore[method-assign]
+    service.capture(msg("m1", "alice", "I am secretly a spy"), guild_id=100)
+    service.capture(msg("m2", "bob", "I collect vinyl"), guild_id=100)
+    flush = asyncio.create_task(service.flush_now())
+    await asyncio.wait_for(entered.wait(), timeout=5)  # the extraction is in flight
+    await service.message_deleted("m1")
+    release.set()
+    await flush
+    assert await service.list_facts(SCOPE, "alice") == []
+    assert [f.text for f in await service.list_facts(SCOPE, "bob")] == ["Bob said: I collect vinyl"]
+    assert await pending(service) == []

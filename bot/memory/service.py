@@ -261,6 +261,8 @@ class MemoryService:
         self, scope: str, user_id: int | str, fact_ids: list[int] | None = None, *, actor: str = ""
     ) -> int:
         """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
+        if fact_ids is None:  # messages still queued for the buffer are part of "everything"
+            await self.capture_buffer.wait_written()
         count = await self.store.call(
             Store.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
         )

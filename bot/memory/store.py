@@ -639,7 +639,8 @@ class Store:
         """Apply a flush's decisions, their events and the removal of its buffered messages in ONE transaction.
 
         An operation whose target is not an active fact of the same person (forgotten meanwhile, or an id
-        the model made up) is applied as ADD. Facts of people who opted out are dropped. `refreshed` carries
+        the model made up) is applied as ADD. Facts of people who opted out, and facts whose every source
+        message left the buffer while the flush ran, are dropped. `refreshed` carries
         fresh vectors for facts listed by `stale_facts()`.
         """
         now = iso(utcnow())
@@ -647,11 +648,21 @@ class Store:
         with self._tx():
             self._refresh_vectors(refreshed)
             opted_out = self.opted_out()
+            # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
+            withdrawn = {
+                mid
+                for mid in consumed_message_ids
+                if not self.conn.execute(
+                    "SELECT 1 FROM pending_messages WHERE message_id = ?", (mid,)
+                ).fetchone()
+            }
             for (scope, user_id), name in (user_names or {}).items():
                 self._upsert_user(scope, user_id, name)
             for op in operations:
                 fact = op.fact
                 if (fact.scope, fact.user_id) in opted_out:
+                    continue
+                if withdrawn and fact.source_message_ids and set(fact.source_message_ids) <= withdrawn:
                     continue
                 decision = op.decision
                 target = self._active_owner(op.target_id) if op.target_id is not None else None
