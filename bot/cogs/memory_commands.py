@@ -131,9 +131,10 @@ class FactsPager(OwnedView):
         subject_id: int,
         heading: str,
         empty: str,
-        timeout: float = PAGER_TIMEOUT_SECONDS,
+        timeout: float | None = None,
     ) -> None:
-        super().__init__(origin, timeout=timeout)
+        # Read at call time (not as a default value) so operators and tests can change the module constant.
+        super().__init__(origin, timeout=timeout if timeout is not None else PAGER_TIMEOUT_SECONDS)
         self.memory = memory
         self.scope = scope
         self.subject_id = subject_id
@@ -194,9 +195,9 @@ class ConfirmView(OwnedView):
         confirm_id: str = "forget:confirm",
         cancel_id: str | None = "forget:cancel",
         timeout_content: str | None = NOTHING_FORGOTTEN_TIMEOUT,
-        timeout: float = CONFIRM_TIMEOUT_SECONDS,
+        timeout: float | None = None,
     ) -> None:
-        super().__init__(origin, timeout=timeout)
+        super().__init__(origin, timeout=timeout if timeout is not None else CONFIRM_TIMEOUT_SECONDS)
         self.action = action
         self.timeout_content = timeout_content
         confirm: discord.ui.Button[Any] = discord.ui.Button(
