@@ -72,6 +72,26 @@ def test_keyword_search_is_confined_to_one_person(store: Store) -> None:
     assert store.keyword_search("guild:1", "bob", 'NEAR("x" "y") AND OR *', 10) == []
 
 
+def test_keyword_search_ranks_a_persons_matches_by_bm25(store: Store) -> None:
+    v = unit(1.0)
+    ids = store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice lives in Zürich", v),
+            fact("guild:1", "alice", "Alice likes tea", v),
+            fact("guild:1", "alice", "Alice likes tea from Zurich and the tea shops of Zurich", v),
+            fact("guild:1", "alice", "Alice likes hiking", v),
+            fact("guild:1", "alice", "Alice drinks green tea every morning", v),
+            # Somebody else's facts, many matching, must change nothing about Alice's ranking.
+            *[fact("guild:1", f"other{i}", "Other likes tea in Zurich", v) for i in range(30)],
+        ]
+    )
+    hits = store.keyword_search("guild:1", "alice", "zurich tea", 10)
+    # Both words, twice each, beat one word; the rare word (Zurich, also matching Zürich) beats "tea".
+    # Among one-word matches, the shorter fact wins.
+    assert [f.id for f in hits] == [ids[2], ids[0], ids[1], ids[4]]
+    assert [f.id for f in store.keyword_search("guild:1", "alice", "zurich tea", 2)] == [ids[2], ids[0]]
+
+
 def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     first = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)

@@ -21,9 +21,11 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import re
 import sqlite3
 import threading
+import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -133,6 +135,7 @@ _FACT_COLUMNS = (
     "f.updated_at, f.retrieval_count"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _STOPWORDS = frozenset(
     "the and for are but not you your yours with this that have has had was were will what when where who "
     "why how all any can could would should about into from they them their there then than its it's his "
@@ -168,6 +171,39 @@ def keyword_query(text: str, *, max_terms: int = 12) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as the FTS tokenizer (unicode61 remove_diacritics 2) sees words."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def keyword_terms(query: str) -> list[str]:
+    """The words of a `keyword_query` result, unquoted and folded."""
+    return [fold(t.replace('""', '"')) for t in _QUOTED.findall(query)]
+
+
+def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[int]:
+    """Indexes of `texts` by Okapi BM25 (k1 1.2, b 0.75) over a corpus of `total` documents, best first.
+
+    The corpus is one person's facts: document frequencies come from the matched texts (a term's other
+    occurrences in that person's facts would have matched too), so nobody else's facts are read.
+    """
+    tokens = [_WORD.findall(fold(t)) for t in texts]
+    average = sum(len(t) for t in tokens) / len(tokens) or 1.0
+    df = {w: sum(w in t for t in tokens) for w in terms}
+    scores = []
+    for i, toks in enumerate(tokens):
+        score = 0.0
+        for w in terms:
+            tf = toks.count(w)
+            if tf:
+                idf = math.log(1 + (total - df[w] + 0.5) / (df[w] + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(toks) / average))
+        scores.append((-score, i))
+    scores.sort()
+    return [i for _, i in scores]
 
 
 def _fact(row: Sequence[Any], sources: tuple[str, ...] = ()) -> Fact:
@@ -465,18 +501,29 @@ class Store:
         return [(_fact(r), r[10]) for r in rows if max_distance is None or r[10] <= max_distance]
 
     def keyword_search(self, scope: str, user_id: str, text: str, k: int) -> list[Fact]:
-        """Active facts of one person matching informative words of `text`, best BM25 first."""
+        """Active facts of one person matching informative words of `text`, best BM25 first.
+
+        FTS5's own `rank` looks up every query term's document count in the whole index, so its cost grows
+        with everyone's facts (9.7 ms p99 at a million). Matching without `rank` touches only the person's
+        rows; BM25 over the person's own active facts then orders them (2.5 ms p99, bench/recall_scale.py).
+        """
         terms = keyword_query(text)
         if terms is None:
             return []
-        query = f'owner:"{owner_token(scope, user_id)}" AND text:({terms})'
         rows = self.conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM ("
-            "  SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT ?"
-            ") AS m JOIN facts AS f ON f.id = m.rowid WHERE f.status = 'active' ORDER BY m.rank",
-            (query, k),
+            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id IN ("
+            "  SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?"
+            ") AND f.status = 'active'",
+            (f'owner:"{owner_token(scope, user_id)}" AND text:({terms})',),
         ).fetchall()
-        return [_fact(r) for r in rows]
+        if not rows:
+            return []
+        rows.sort(key=lambda r: r[0])  # equal scores: oldest fact first, whatever order SQLite chose
+        total = self.conn.execute(
+            "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
+        ).fetchone()[0]
+        ranked = bm25_order([r[3] for r in rows], keyword_terms(terms), max(total, len(rows)))
+        return [_fact(rows[i]) for i in ranked[:k]]
 
     def facts_by_text(self, scope: str, user_id: str, texts: Iterable[str]) -> dict[str, Fact]:
         """Active facts of one person whose text equals one of `texts` exactly (case-folded)."""
