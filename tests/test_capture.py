@@ -223,19 +223,25 @@ async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
         await second.close()
 
 
-async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing(
-    service: MemoryService, llm: FakeLLM
-) -> None:
-    llm.handlers[Purpose.EXTRACT] = echo_extractor
+def hold_gemini(llm: FakeLLM) -> tuple[asyncio.Event, asyncio.Event]:
+    """Make every generate call wait: returns (a call has entered, release them all)."""
     entered, release = asyncio.Event(), asyncio.Event()
     original = llm.generate_json
 
-    async def slow(purpose: Purpose, **kwargs: Any) -> Any:
+    async def held(purpose: Purpose, **kwargs: Any) -> Any:
         entered.set()
         await release.wait()
         return await original(purpose, **kwargs)
 
-    llm.generate_json = slow  # type: ignore[method-assign]
+    llm.generate_json = held  # type: ignore[method-assign]
+    return entered, release
+
+
+async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    entered, release = hold_gemini(llm)
     service.capture(msg("m1", "alice", "I am secretly a spy"), guild_id=100)
     service.capture(msg("m2", "bob", "I collect vinyl"), guild_id=100)
     flush = asyncio.create_task(service.flush_now())
@@ -246,3 +252,29 @@ async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing
     assert await service.list_facts(SCOPE, "alice") == []
     assert [f.text for f in await service.list_facts(SCOPE, "bob")] == ["Bob said: I collect vinyl"]
     assert await pending(service) == []
+
+
+async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffered(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.1, memory_flush_concurrency=1)
+    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    llm = FakeLLM(extract=echo_extractor)
+    service = MemoryService(store, llm, FakeEmbedder(), settings)
+    service.capture_buffer.policy = replace(service.capture_buffer.policy, tick_seconds=0.02)
+    entered, release = hold_gemini(llm)
+    await service.start()
+    for channel in ("c1", "c2", "c3"):
+        service.capture(msg(f"m-{channel}", "alice", f"I post in {channel}", channel=channel), guild_id=100)
+    await asyncio.wait_for(entered.wait(), timeout=5)  # one flush runs, the others wait for the slot
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    closing = asyncio.create_task(service.close(timeout=0.5))
+    await asyncio.sleep(0.2)
+    release.set()  # the running flush finishes within the timeout; nothing else may start
+    await closing
+    assert loop.time() - started < 2
+    assert llm.count(Purpose.EXTRACT) == 1
+    reopened = Store.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert reopened.count_pending() == 2  # the two channels whose flush never ran stay buffered
+    finally:
+        reopened.close()

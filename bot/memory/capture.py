@@ -121,6 +121,9 @@ class CaptureBuffer:
         """
         self._stopping = True
         deadline = time.monotonic() + timeout
+        for task in self._tasks:  # no new flush may start while we wait for the running ones
+            if task.get_name() == "capture-scheduler":
+                task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wait_written(), timeout=max(0.1, deadline - time.monotonic()))
         running = list(self._flushing.values())
@@ -219,7 +222,7 @@ class CaptureBuffer:
     async def _run_flush(self, channel_id: str) -> None:
         async with self._semaphore:
             state = self._channels.get(channel_id)
-            if state is None:
+            if state is None or self._stopping:  # a flush still waiting for its turn stays buffered
                 return
             taken = state.count
             try:
@@ -269,6 +272,11 @@ class CaptureBuffer:
                 state.count = remaining[cid].count
             else:
                 self._channels.pop(cid, None)
+
+    @property
+    def flushes_running(self) -> int:
+        """Flushes started and not finished (including those waiting for a concurrency slot)."""
+        return len(self._flushing)
 
     def pending_in_memory(self, scope: str | None = None) -> int:
         """Messages submitted but not yet committed (in one scope, or all)."""
