@@ -1,0 +1,359 @@
+"""Gemini calls, embedding requests and tokens per 100 messages: the bot's pipeline against the seed plan's.
+
+A scripted 1,000-message conversation among 8 people in 3 channels (bench/script.py) runs through the
+full pipeline: `MemoryService.capture()` -> durable buffer -> size-triggered flushes -> one extraction
+call per flush -> one batched embedding request -> one consolidation call per flush for the facts that
+have candidates -> one transaction. The real `GeminiClient` talks to the Gemini stand-in, whose
+generate_handler (`bench.script.brain`) answers the memory tasks the way a careful model would.
+
+The seed plan's figures come from running its per-message design on the same script against the same
+stand-in and brain: one extraction call per message; per extracted fact one embedding request, then up
+to three similar facts of that person (the same candidate distance the bot uses) and one decision call
+per candidate; a MERGE embeds its merged text (one more request). Both use the bot's prompts, so token
+differences come from the shape of the calls alone.
+
+Two paces are run for the bot: "busy" (every flush is a full 50-message chunk, as in a busy channel)
+and "script pace" (a message every 20 s across the three channels on a simulated clock, so quieter
+channels flush when they go quiet for 60 s, as configured by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import CACHE, DOCS, machine, ratio, table, write_json
+from bench.script import CHANNELS, SCOPE, conversation, messages
+from bot.config import Settings
+from bot.llm.gemini import GeminiClient, Purpose
+from bot.llm.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
+from bot.memory.extract import extract_facts
+from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
+from bot.memory.service import MemoryService
+from bot.memory.store import Store
+from tests.gemini_standin import GeminiStandIn
+
+DIMENSIONS = 768
+SEED_CANDIDATES = 3
+GENERATE_PURPOSES = ("extract", "consolidate")
+# "busy": every flush a full 50-message chunk; then simulated paces, seconds between messages overall.
+# The last run shows the quiet trigger relaxed (MEMORY_FLUSH_QUIET_SECONDS=600, MAX_AGE=1800).
+BOT_RUNS: tuple[tuple[str, float | None, dict[str, Any]], ...] = (
+    ("bot_busy", None, {}),
+    ("bot_every_5s", 5.0, {}),
+    ("bot_every_20s", 20.0, {}),
+    (
+        "bot_every_20s_quiet600",
+        20.0,
+        {"memory_flush_quiet_seconds": 600, "memory_flush_max_age_seconds": 1800},
+    ),
+)
+DESIGNS = (
+    ("bot, busy", "bot_busy"),
+    ("bot, 1 msg/5 s", "bot_every_5s"),
+    ("bot, 1 msg/20 s", "bot_every_20s"),
+    ("bot, 1 msg/20 s, quiet 600 s", "bot_every_20s_quiet600"),
+    ("seed plan", "seed"),
+)
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _settings(base_url: str, path: Path, **overrides: Any) -> Settings:
+    base = Settings(
+        gemini_api_key="bench-key",
+        gemini_base_url=base_url,
+        database_path=path,
+        embedding_dimensions=DIMENSIONS,
+        gemini_max_retries=0,
+    )
+    return replace(base, **overrides)
+
+
+def _usage(client: GeminiClient, standin: GeminiStandIn) -> dict[str, dict[str, int]]:
+    """Requests and tokens per purpose as the stand-in counted them (usageMetadata / its own counters)."""
+    snapshot = client.usage.snapshot()
+    out: dict[str, dict[str, int]] = {}
+    for purpose in GENERATE_PURPOSES:
+        c = snapshot[purpose]
+        out[purpose] = {
+            "requests": c["calls"],
+            "prompt_tokens": c["prompt_tokens"],
+            "output_tokens": c["output_tokens"],
+        }
+    embed = standin.counters["embed"]
+    out["embed"] = {
+        "requests": embed["requests"],
+        "prompt_tokens": embed["prompt_tokens"],
+        "output_tokens": 0,
+        "texts": embed["texts"],
+    }
+    return out
+
+
+async def _wait_idle(service: MemoryService, timeout: float = 120.0) -> None:
+    """Until everything captured is written and every buffer has been flushed."""
+    deadline = time.monotonic() + timeout
+    await service.capture_buffer.wait_written()
+    while await service.store.call(Store.count_pending) or service.capture_buffer.flushes_running:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the pipeline did not drain")
+        await asyncio.sleep(0.05)
+
+
+async def run_bot(
+    standin: GeminiStandIn,
+    script: list[BufferedMessage],
+    path: Path,
+    *,
+    pace: float | None,
+    overrides: dict[str, Any],
+) -> dict[str, Any]:
+    """The whole script through MemoryService; returns usage per purpose and what the store holds."""
+    _remove(path)
+    standin.reset_counters()
+    standin.requests.clear()
+    settings = _settings(standin.base_url, path, **overrides)
+    service = await MemoryService.open(settings)
+    buffer = service.capture_buffer
+    now = [time.time()]
+    if pace is not None:  # the scheduler sees a simulated clock: one message every `pace` seconds
+        buffer.clock = lambda: now[0]
+        buffer.policy = replace(buffer.policy, tick_seconds=0.01)
+    await service.start()
+    flushes: Counter[str] = Counter()
+    original = service.flush_channel
+
+    async def counted(channel_id: str) -> int:
+        flushes[channel_id] += 1
+        return await original(channel_id)
+
+    buffer.flush_fn = counted
+    start = now[0]
+    for i, message in enumerate(script):
+        if pace is not None:
+            now[0] = start + pace * i
+            await _settle(service)
+        service.capture(message, guild_id=SCOPE.split(":")[1])
+        if pace is None and i % 10 == 9:
+            await asyncio.sleep(0.01)
+    if pace is not None:
+        now[0] += 3600  # the conversation ends; every buffer goes quiet
+    else:  # let the size trigger take every full chunk, then flush what is left (none at 1,000 messages)
+        await service.capture_buffer.wait_written()
+        while service.capture_buffer.flushes_running or any(
+            p.count >= settings.memory_flush_max_messages
+            for p in await service.store.call(Store.pending_channels)
+        ):
+            await asyncio.sleep(0.05)
+        await service.flush_now()
+    await _wait_idle(service)
+    assert isinstance(service.llm, GeminiClient)
+    usage = _usage(service.llm, standin)
+    stats = await service.store.call(Store.stats)
+    events = Counter(e["kind"] for e in await service.store.call(Store.events, SCOPE, None, 100_000))
+    await service.close()
+    batch_sizes = Counter(len(r.json["requests"]) for r in standin.of_kind("embed"))
+    return {
+        "settings": overrides,
+        "usage": usage,
+        "flushes": dict(flushes),
+        "embed_batch_sizes": {str(k): v for k, v in sorted(batch_sizes.items())},
+        "facts": stats["facts"],
+        "events": dict(events),
+    }
+
+
+async def _settle(service: MemoryService) -> None:
+    """Let the writer commit and the scheduler (ticking every 10 ms) start and finish what is due."""
+    await service.capture_buffer.wait_written()
+    await asyncio.sleep(0.012)
+    while service.capture_buffer.flushes_running:
+        await asyncio.sleep(0.005)
+
+
+async def run_seed(standin: GeminiStandIn, script: list[BufferedMessage], path: Path) -> dict[str, Any]:
+    """The seed plan's per-message design on the same script, against the same stand-in."""
+    _remove(path)
+    standin.reset_counters()
+    standin.requests.clear()
+    settings = _settings(standin.base_url, path)
+    client = GeminiClient.from_settings(settings)
+    store = Store.open(path, embedding_model=settings.embedding_model, dimensions=DIMENSIONS)
+    decisions: Counter[str] = Counter()
+    for message in script:
+        facts = await extract_facts(client, [message])  # one extraction call per message
+        for fact in facts:
+            [fact.embedding] = await client.embed([fact.text], "document")  # one request per fact
+            candidates = store.knn(
+                fact.scope,
+                fact.user_id,
+                fact.embedding,
+                SEED_CANDIDATES,
+                settings.consolidate_candidate_distance,
+            )
+            chosen = None
+            for candidate, _ in candidates:  # one decision call per candidate
+                result = await client.generate_json(
+                    Purpose.CONSOLIDATE,
+                    system=CONSOLIDATE_SYSTEM,
+                    prompt=consolidation_prompt(
+                        [
+                            {
+                                "new_fact": 0,
+                                "person": fact.user_name,
+                                "text": fact.text,
+                                "candidates": [
+                                    {
+                                        "id": candidate.id,
+                                        "text": candidate.text,
+                                        "recorded_at": candidate.recorded_at[:10],
+                                    }
+                                ],
+                            }
+                        ]
+                    ),
+                    schema=ConsolidationResult,
+                )
+                decision = result.decisions[0] if result.decisions else None
+                if chosen is None and decision is not None and decision.decision != "KEEP":
+                    chosen = decision
+            store.apply_flush([await _seed_operation(client, fact, chosen)], consumed_message_ids=[])
+            decisions[chosen.decision if chosen else "ADD" if not candidates else "KEEP"] += 1
+    usage = _usage(client, standin)
+    stats = store.stats()
+    store.close()
+    await client.aclose()
+    return {"usage": usage, "facts": stats["facts"], "decisions": dict(decisions)}
+
+
+async def _seed_operation(client: GeminiClient, fact: NewFact, chosen: Any) -> Operation:
+    if chosen is None:
+        return Operation(Decision.KEEP, fact)
+    if chosen.decision == "MERGE":
+        [vector] = await client.embed([chosen.merged_text], "document")
+        return Operation(Decision.MERGE, fact, chosen.target_fact_id, chosen.merged_text, vector)
+    return Operation(Decision(chosen.decision), fact, chosen.target_fact_id)
+
+
+def per_100(usage: dict[str, dict[str, int]], messages_count: int) -> dict[str, dict[str, float]]:
+    scale = 100 / messages_count
+    out = {
+        purpose: {k: round(v * scale, 2) for k, v in figures.items()} for purpose, figures in usage.items()
+    }
+    out["generate"] = {
+        key: round(sum(usage[p][key] for p in GENERATE_PURPOSES) * scale, 2)
+        for key in ("requests", "prompt_tokens", "output_tokens")
+    }
+    return out
+
+
+def report(results: dict[str, Any]) -> None:
+    data = [results[key]["per_100"] for _, key in DESIGNS]
+    rows = []
+    for purpose, key, label in (
+        ("generate", "requests", "generate calls"),
+        ("extract", "requests", "  extraction calls"),
+        ("consolidate", "requests", "  consolidation / decision calls"),
+        ("embed", "requests", "embedding requests"),
+        ("embed", "texts", "  texts embedded"),
+        ("extract", "prompt_tokens", "extraction prompt tokens"),
+        ("extract", "output_tokens", "extraction output tokens"),
+        ("consolidate", "prompt_tokens", "consolidation prompt tokens"),
+        ("consolidate", "output_tokens", "consolidation output tokens"),
+        ("embed", "prompt_tokens", "embedding input tokens"),
+    ):
+        values = [d[purpose].get(key, 0) for d in data]
+        rows.append([label, *values, ratio(values[-1], values[0])])
+    sums = [
+        sum(d[p][k] for p in ("extract", "consolidate", "embed") for k in ("prompt_tokens", "output_tokens"))
+        for d in data
+    ]
+    rows.append(["all tokens (prompt + output)", *sums, ratio(sums[-1], sums[0])])
+    print(f"\nPer 100 messages ({results['messages']:,} scripted messages, 8 people, 3 channels)")
+    print(table(["", *(label for label, _ in DESIGNS), "seed / bot busy"], rows))
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    designs = DESIGNS
+    purposes = [("extract", "extraction"), ("consolidate", "consolidation"), ("embed", "embedding requests")]
+    fig, ax = plt.subplots(figsize=(9.5, 4.4))
+    width = 0.16
+    for i, (label, key) in enumerate(designs):
+        values = [results[key]["per_100"][p]["requests"] for p, _ in purposes]
+        bars = ax.bar([x + (i - 2) * width for x in range(len(purposes))], values, width, label=label)
+        ax.bar_label(bars, fmt="%.1f", fontsize=8)
+    ax.set_xticks(range(len(purposes)), [name for _, name in purposes])
+    ax.set_ylabel("requests per 100 messages")
+    ax.set_yscale("log")
+    ax.set_title("Gemini requests per 100 messages, by purpose")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+async def main_async(total: int) -> dict[str, Any]:
+    lines = conversation(total)
+    workdir = CACHE / "cost"
+    workdir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "messages": total,
+        "channels": {c: sum(line.channel_id == c for line in lines) for c in CHANNELS},
+        "self_statements": Counter(line.statement for line in lines if line.statement),
+    }
+    async with GeminiStandIn() as standin:
+        from bench.script import brain
+
+        standin.generate_handler = brain
+        for key, pace, overrides in BOT_RUNS:
+            print(f"running the bot's pipeline ({key}) ...", flush=True)
+            script = list(messages(lines))
+            results[key] = await run_bot(
+                standin, script, workdir / f"{key}.sqlite3", pace=pace, overrides=overrides
+            )
+        print("running the seed plan's per-message design ...", flush=True)
+        results["seed"] = await run_seed(standin, list(messages(lines)), workdir / "seed.sqlite3")
+    for key in [*(k for k, _, _ in BOT_RUNS), "seed"]:
+        results[key]["per_100"] = per_100(results[key]["usage"], total)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a 200-message script")
+    parser.add_argument("--messages", type=int, default=1000)
+    args = parser.parse_args(argv)
+    total = 200 if args.quick else args.messages
+    results = asyncio.run(main_async(total))
+    report(results)
+    for key, _, _ in BOT_RUNS:
+        r = results[key]
+        print(
+            f"{key}: flushes {r['flushes']}, embedding batch sizes {r['embed_batch_sizes']}, facts {r['facts']}"
+        )
+    print(f"seed: facts {results['seed']['facts']}, decisions {results['seed']['decisions']}")
+    data = {"benchmark": "cost", "machine": machine(), **results}
+    print(f"\nwrote {write_json('cost', data, partial=args.quick)}")
+    if not args.quick:
+        plot(results, DOCS / "cost.png")
+        print(f"wrote {DOCS / 'cost.png'}")
+
+
+if __name__ == "__main__":
+    main()

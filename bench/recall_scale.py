@@ -1,0 +1,648 @@
+"""Per-person recall at 10k / 100k / 1M facts: the project's store against the seed plan's design.
+
+Data: N facts over N/100 people (100 facts each, on 10 of 512 shared topics, 10 facts per topic),
+768 dimensions. A fact's vector is its topic's centre plus a small person-and-topic offset plus noise,
+so people who talk about the same topic have close vectors (as "lives in Berlin" does for everyone).
+Facts are inserted in a random global order, so one person's rows are spread over the whole file as
+they are in a database that grew over time. Fact texts are short third-person sentences built from
+made-up words, so that FTS5 has names and places to match.
+
+Queries: per sampled person, a vector near one of that person's topic clusters and a chat line about
+that topic. Measured on the same data in the same run:
+- the store: `Store.knn` (vector only, k=5), the bot's own vector search (`knn` with the recall pool
+  and distance threshold) and the hybrid the bot runs (`recall.search_people`), each checked against
+  a brute-force NumPy search over that person's vectors, regenerated from the seed;
+- the seed plan: one vec0 table without partitions, a global KNN then a JOIN on the user and LIMIT k,
+  in a separate file holding the same vectors.
+
+Builds are cached in bench/.cache/ keyed by N and the generator version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import CACHE, DOCS, machine, percentiles_ms, ratio, table, write_json
+from bot.config import Settings
+from bot.memory.db import connect
+from bot.memory.models import Fact, NewFact
+from bot.memory.recall import fuse, search_people
+from bot.memory.store import Store
+
+GENERATOR_VERSION = 1
+SEED = 20_260_301
+DIM = 768
+MODEL = "bench-synthetic"
+FACTS_PER_PERSON = 100
+TOPICS = 512
+TOPICS_PER_PERSON = 10
+PERSON_WEIGHT = 0.25
+NOISE_WEIGHT = 0.5
+SCOPES = 4
+BATCH = 10_000
+K = 5
+SIZES = (10_000, 100_000, 1_000_000)
+WARMUP_QUERIES = 100
+
+_SYLLABLES = (
+    "ka lo ri ven ta mu sel dor fi na be qu om tal rin zo ha ek lu mar".split()
+)  # 20 syllables: pronounceable made-up words that no other fact uses by accident
+
+# (fact template, query template) per topic category; {n} is the person's name, {v} the topic's word.
+CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("{n} lives in {V}", "has anyone been to {V} recently? thinking about a long weekend in {V}"),
+    ("{n} works as a {v} technician", "what does a {v} technician actually do all day"),
+    ("{n} enjoys {v} climbing", "who here is into {v} climbing, looking for people to go with"),
+    ("{n} has a {v} terrier", "are {v} terriers good with small kids or too energetic"),
+    ("{n} loves cooking {v} soup", "anyone got a good recipe for {v} soup, mine is always bland"),
+    ("{n} is learning {V}", "how hard is {V} to learn for a complete beginner"),
+    ("{n} supports {V} Rovers", "did you watch the {V} Rovers match last night, what a finish"),
+    ("{n} plays the {v} flute", "where can I buy a decent {v} flute without spending a fortune"),
+)
+DETAILS = (
+    "",
+    " since 2019",
+    " with their partner",
+    " and talks about it a lot",
+    " for several years now",
+    " most weekends",
+    " after a friend suggested it",
+    " as of this spring",
+    " together with a cousin",
+    " since childhood",
+)
+
+
+def _word(index: int, syllables: int) -> str:
+    parts = []
+    for _ in range(syllables):
+        index, digit = divmod(index, len(_SYLLABLES))
+        parts.append(_SYLLABLES[digit])
+    return "".join(parts)
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+class Dataset:
+    """Deterministic synthetic facts: any person's vectors and texts can be regenerated on their own."""
+
+    def __init__(self, n: int) -> None:
+        if n % FACTS_PER_PERSON:
+            raise ValueError(f"N must be a multiple of {FACTS_PER_PERSON}")
+        self.n = n
+        self.people = n // FACTS_PER_PERSON
+        rng = np.random.default_rng([SEED, 0])
+        self.centers = _unit_rows(rng.standard_normal((TOPICS, DIM)))
+        self.topic_words = [_word(t * 7 + 3, 3) for t in range(TOPICS)]
+        # Position i of the insertion order holds global fact index order[i] = person * 100 + j; its id is i + 1.
+        self.order = np.random.default_rng([SEED, 1, n]).permutation(n)
+        self.fact_id = np.empty(n, dtype=np.int64)
+        self.fact_id[self.order] = np.arange(1, n + 1)
+
+    def person(self, p: int) -> tuple[str, str, str]:
+        """(scope, user_id, name) of person p."""
+        return f"guild:{1000 + p % SCOPES}", str(10**17 + p), _word(p + 8000, 4).capitalize()
+
+    def _person_parts(self, p: int) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+        rng = np.random.default_rng([SEED, 2, p])
+        topics = rng.choice(TOPICS, TOPICS_PER_PERSON, replace=False)
+        offsets = _unit_rows(rng.standard_normal((TOPICS_PER_PERSON, DIM)))
+        return topics, offsets, rng
+
+    def vectors(self, p: int) -> np.ndarray:
+        """The 100 unit vectors of person p, fact j on topic j // 10."""
+        topics, offsets, rng = self._person_parts(p)
+        noise = rng.standard_normal((FACTS_PER_PERSON, DIM)) / math.sqrt(DIM)
+        per = FACTS_PER_PERSON // TOPICS_PER_PERSON
+        base = np.repeat(self.centers[topics] + PERSON_WEIGHT * offsets, per, axis=0)
+        return _unit_rows(base + NOISE_WEIGHT * noise)
+
+    def texts(self, p: int) -> list[str]:
+        """The 100 fact texts of person p, fact j on topic j // 10 (third person, name first)."""
+        topics, _, _ = self._person_parts(p)
+        name = self.person(p)[2]
+        out = []
+        for j in range(FACTS_PER_PERSON):
+            topic = int(topics[j // (FACTS_PER_PERSON // TOPICS_PER_PERSON)])
+            word = self.topic_words[topic]
+            template = CATEGORIES[topic % len(CATEGORIES)][0]
+            out.append(template.format(n=name, v=word, V=word.capitalize()) + DETAILS[j % len(DETAILS)] + ".")
+        return out
+
+    def query(self, p: int, q: int) -> tuple[np.ndarray, np.ndarray, str]:
+        """Two query vectors near one of person p's clusters, and a chat line about that topic.
+
+        The first is a conversation query: the topic's centre plus noise, without the person's own
+        offset, because the bot embeds the conversation once and searches every participant with that
+        one vector. The second also carries the person's offset (a query that is about them).
+        """
+        topics, offsets, _ = self._person_parts(p)
+        rng = np.random.default_rng([SEED, 3, p, q])
+        which = int(rng.integers(TOPICS_PER_PERSON))
+        topic = int(topics[which])
+        noise = rng.standard_normal(DIM) / math.sqrt(DIM)
+        conversation = self.centers[topic] + NOISE_WEIGHT * noise
+        personal = conversation + PERSON_WEIGHT * offsets[which]
+        word = self.topic_words[topic]
+        line = CATEGORIES[topic % len(CATEGORIES)][1].format(v=word, V=word.capitalize())
+        both = _unit_rows(np.stack([conversation, personal]))
+        return both[0], both[1], line
+
+    def ids(self, p: int) -> np.ndarray:
+        return self.fact_id[p * FACTS_PER_PERSON : (p + 1) * FACTS_PER_PERSON]
+
+
+# ---- building ------------------------------------------------------------------------------------------
+
+
+def _paths(n: int) -> tuple[Path, Path, Path]:
+    stem = CACHE / f"recall_v{GENERATOR_VERSION}_{n}"
+    return stem.with_suffix(".store.sqlite3"), stem.with_suffix(".seed.sqlite3"), stem.with_suffix(".json")
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def build(ds: Dataset, *, rebuild: bool = False) -> dict[str, Any]:
+    """Both databases for ds.n (reused from the cache when complete); returns build figures."""
+    store_path, seed_path, meta_path = _paths(ds.n)
+    meta: dict[str, Any] = json.loads(meta_path.read_text()) if meta_path.exists() and not rebuild else {}
+    need_store = "store" not in meta or not store_path.exists()
+    need_seed = "seed" not in meta or not seed_path.exists()
+    if not (need_store or need_seed):
+        meta["cached"] = True
+        return meta
+    CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"  generating {ds.n:,} vectors ...", flush=True)
+    vectors = np.empty((ds.n, DIM), dtype=np.float32)
+    texts: list[str] = [""] * ds.n
+    for p in range(ds.people):
+        rows = slice(p * FACTS_PER_PERSON, (p + 1) * FACTS_PER_PERSON)
+        vectors[rows] = ds.vectors(p)
+        texts[rows] = ds.texts(p)
+    if need_store:
+        _remove(store_path)
+        meta["store"] = _build_store(ds, store_path, vectors, texts)
+        meta_path.write_text(json.dumps(meta, indent=2))
+    if need_seed:
+        _remove(seed_path)
+        meta["seed"] = _build_seed(ds, seed_path, vectors, texts)
+        meta_path.write_text(json.dumps(meta, indent=2))
+    meta["cached"] = False
+    return meta
+
+
+def _progress(label: str, done: int, total: int, started: float) -> None:
+    if done == total or done % (10 * BATCH) == 0:
+        rate = done / max(1e-9, time.perf_counter() - started)
+        print(f"  {label}: {done:,}/{total:,} facts, {rate:,.0f}/s", flush=True)
+
+
+def _build_store(ds: Dataset, path: Path, vectors: np.ndarray, texts: list[str]) -> dict[str, Any]:
+    """Through the store's own `add_facts`, one transaction per batch of 10,000 facts."""
+    store = Store.open(path, embedding_model=MODEL, dimensions=DIM)
+    started = time.perf_counter()
+    for start in range(0, ds.n, BATCH):
+        batch = ds.order[start : start + BATCH]
+        facts = []
+        for g in batch.tolist():
+            scope, user_id, name = ds.person(g // FACTS_PER_PERSON)
+            facts.append(
+                NewFact(scope, user_id, name, texts[g], [str(10**18 + g)], embedding=vectors[g].tolist())
+            )
+        ids = store.add_facts(facts, actor="bench")
+        if ids != list(range(start + 1, start + 1 + len(batch))):
+            raise RuntimeError("fact ids are not the insertion positions; is the cache file stale?")
+        _progress("store", start + len(batch), ds.n, started)
+    elapsed = time.perf_counter() - started
+    store.conn.execute("ANALYZE")
+    store.checkpoint()
+    store.close()
+    return _build_figures(path, ds.n, elapsed)
+
+
+def _build_figures(path: Path, n: int, elapsed: float) -> dict[str, Any]:
+    size = path.stat().st_size
+    return {
+        "build_seconds": round(elapsed, 1),
+        "inserts_per_second": round(n / elapsed),
+        "file_bytes": size,
+        "bytes_per_fact": round(size / n),
+    }
+
+
+def _build_seed(ds: Dataset, path: Path, vectors: np.ndarray, texts: list[str]) -> dict[str, Any]:
+    """The seed plan's layout: one vec0 table without partitions plus a plain facts table."""
+    conn = connect(path)
+    conn.execute(f"CREATE VIRTUAL TABLE seed_vec USING vec0(embedding float[{DIM}] distance_metric=cosine)")
+    conn.execute(
+        "CREATE TABLE seed_facts (rowid INTEGER PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL)"
+    )
+    started = time.perf_counter()
+    for start in range(0, ds.n, BATCH):
+        batch = ds.order[start : start + BATCH].tolist()
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO seed_vec (rowid, embedding) VALUES (?, ?)",
+            [(start + 1 + i, vectors[g].tobytes()) for i, g in enumerate(batch)],
+        )
+        conn.executemany(
+            "INSERT INTO seed_facts (rowid, user_id, text) VALUES (?, ?, ?)",
+            [(start + 1 + i, ds.person(g // FACTS_PER_PERSON)[1], texts[g]) for i, g in enumerate(batch)],
+        )
+        conn.execute("COMMIT")
+        _progress("seed", start + len(batch), ds.n, started)
+    elapsed = time.perf_counter() - started
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    conn.close()
+    return _build_figures(path, ds.n, elapsed)
+
+
+# ---- measuring -----------------------------------------------------------------------------------------
+
+SEED_QUERY = (
+    "SELECT f.rowid, v.distance FROM ("
+    "  SELECT rowid, distance FROM seed_vec WHERE embedding MATCH ? AND k = ?"
+    ") AS v JOIN seed_facts AS f ON f.rowid = v.rowid WHERE f.user_id = ? ORDER BY v.distance LIMIT ?"
+)
+TIE_TOLERANCE = 1e-5  # sqlite-vec's float32 cosine differs from float64 by up to ~1.5e-6 here
+
+
+@dataclass
+class Query:
+    person: int
+    scope: str
+    user_id: str
+    vector: np.ndarray
+    personal_vector: np.ndarray
+    text: str
+
+
+def brute_force(ds: Dataset, person: int, query: np.ndarray) -> list[tuple[int, float]]:
+    """(fact id, cosine distance) of every fact of the person, nearest first, ties by id (float64)."""
+    vectors = ds.vectors(person).astype(np.float64)
+    q = query.astype(np.float64)
+    distances = 1.0 - vectors @ q / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(q))
+    ids = ds.ids(person)
+    return sorted(zip(ids.tolist(), distances.tolist(), strict=True), key=lambda t: (t[1], t[0]))
+
+
+def same_ranking(
+    got: Sequence[int], truth: Sequence[tuple[int, float]], k: int, max_distance: float = 2.0
+) -> bool:
+    """Whether `got` is the person's true top k (within max_distance), nearest first.
+
+    Two facts whose exact distances differ by less than TIE_TOLERANCE may come in either order (or trade
+    the last place): float32 rounding cannot order them. Everything else must match exactly.
+    """
+    want = [d for _, d in truth[:k] if d <= max_distance]
+    distance = dict(truth)
+    if len(got) != len(want) or len(set(got)) != len(got) or any(fid not in distance for fid in got):
+        return False
+    return all(abs(distance[fid] - d) < TIE_TOLERANCE for fid, d in zip(got, want, strict=True))
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - started
+
+
+def _warm(path: Path) -> None:
+    """Read the whole file once so that every design is measured with a warm OS page cache."""
+    with path.open("rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def _queries(ds: Dataset, count: int) -> list[Query]:
+    rng = np.random.default_rng([SEED, 4, ds.n])
+    people = rng.choice(ds.people, count, replace=count > ds.people)
+    out = []
+    for i, p in enumerate(people.tolist()):
+        scope, user_id, _ = ds.person(p)
+        vector, personal, text = ds.query(p, i)
+        out.append(Query(p, scope, user_id, vector, personal, text))
+    return out
+
+
+def measure_store(
+    ds: Dataset, queries: Sequence[Query], warmup: Sequence[Query], settings: Settings
+) -> dict[str, Any]:
+    """Latency and exactness of the store's knn, the bot's vector search and its hybrid search.
+
+    Each operation is timed in its own pass over all queries, so every timed call finds the person's rows
+    in the OS page cache (the file is read once beforehand) but not in SQLite's own small page cache,
+    as a recall does when that person was not searched a moment ago. Exactness is checked afterwards.
+    """
+    store_path, _, _ = _paths(ds.n)
+    _warm(store_path)
+    store = Store.open(store_path, embedding_model=MODEL, dimensions=DIM)
+    limit, max_distance = settings.recall_facts_per_person, settings.recall_max_distance
+    pool = max(20, limit)  # Recaller's default pool
+    kwargs: dict[str, Any] = {"limit": limit, "max_distance": max_distance, "pool": pool}
+    operations: dict[str, Callable[[Query, list[float]], Any]] = {
+        "hybrid": lambda q, v: search_people(store, q.scope, [q.user_id], v, q.text, **kwargs)[q.user_id],
+        "knn_k5": lambda q, v: store.knn(q.scope, q.user_id, v, K),
+        "vector_pool": lambda q, v: store.knn(q.scope, q.user_id, v, pool, max_distance),
+        "keyword": lambda q, v: store.keyword_search(q.scope, q.user_id, q.text, pool),
+    }
+    for q in warmup:  # other people than the measured ones: statement cache and code paths only
+        for operation in operations.values():
+            operation(q, q.vector.tolist())
+    times: dict[str, list[float]] = {name: [] for name in operations}
+    answers: dict[str, list[Any]] = {name: [] for name in operations}
+    for name, operation in operations.items():
+        for q in queries:
+            vector = q.vector.tolist()
+            started = time.perf_counter()
+            answer = operation(q, vector)
+            times[name].append(time.perf_counter() - started)
+            answers[name].append(answer)
+
+    exact: dict[str, int] = dict.fromkeys(("knn_k5", "vector_pool", "hybrid", "knn_k5_personal"), 0)
+    strict: dict[str, int] = dict.fromkeys(exact, 0)
+    mismatches: list[dict[str, Any]] = []
+    for i, q in enumerate(queries):
+        hits, pooled, keyword = answers["knn_k5"][i], answers["vector_pool"][i], answers["keyword"][i]
+        fused = answers["hybrid"][i]
+        truth = brute_force(ds, q.person, q.vector)
+        got = {
+            "knn_k5": [f.id for f, _ in hits],
+            "vector_pool": [f.id for f, _ in pooled],
+            "hybrid": [s.fact.id for s in fused],
+        }
+        personal = store.knn(q.scope, q.user_id, q.personal_vector.tolist(), K)
+        got["knn_k5_personal"] = [f.id for f, _ in personal]
+        truth_personal = brute_force(ds, q.person, q.personal_vector)
+        facts = {f.id: f for f, _ in pooled}
+        truth_hits: list[tuple[Fact, float]] = []
+        for fid, d in truth[:pool]:
+            if d > max_distance:
+                break
+            fact = facts.get(fid) or store.get_fact(fid)
+            assert fact is not None
+            truth_hits.append((fact, d))
+        want = {
+            "knn_k5": [fid for fid, _ in truth[:K]],
+            "vector_pool": [f.id for f, _ in truth_hits],
+            "hybrid": [s.fact.id for s in fuse(truth_hits, keyword, limit)],
+            "knn_k5_personal": [fid for fid, _ in truth_personal[:K]],
+        }
+        ok = {
+            "knn_k5": same_ranking(got["knn_k5"], truth, K),
+            "vector_pool": same_ranking(got["vector_pool"], truth, pool, max_distance),
+            "knn_k5_personal": same_ranking(got["knn_k5_personal"], truth_personal, K),
+        }
+        # Up to float ties: the vector part is the exact top `pool`, and the hybrid is the fusion of it.
+        ok["hybrid"] = got["hybrid"] == want["hybrid"] or (
+            ok["vector_pool"] and got["hybrid"] == [s.fact.id for s in fuse(pooled, keyword, limit)]
+        )
+        for name in exact:
+            exact[name] += ok[name]
+            strict[name] += got[name] == want[name]
+        if not all(ok.values()) and len(mismatches) < 5:
+            mismatches.append({"person": q.person, "got": got, "want": want})
+    store.close()
+    n = len(queries)
+    out: dict[str, Any] = {"queries": n, "k": K, "pool": pool, "limit": limit, "max_distance": max_distance}
+    for name, samples in times.items():
+        out[name] = percentiles_ms(samples)
+        if name in exact:
+            out[name] |= {
+                "exact_pct": round(100 * exact[name] / n, 2),
+                "strict_pct": round(100 * strict[name] / n, 2),
+            }
+    out["knn_k5_personal"] = {
+        "exact_pct": round(100 * exact["knn_k5_personal"] / n, 2),
+        "strict_pct": round(100 * strict["knn_k5_personal"] / n, 2),
+    }
+    out["mismatches"] = mismatches
+    return out
+
+
+def measure_seed(ds: Dataset, queries: Sequence[Query], facts_per_person: int) -> dict[str, Any]:
+    """The seed plan's global KNN + JOIN filter + LIMIT: latency, and how often it comes back short.
+
+    Variants: k=5 and the bot's facts_per_person with the conversation query (all `queries`), then on
+    half of them k=5 with a query that carries the person's own offset, and k=5 over-fetching 100.
+    """
+    _, seed_path, _ = _paths(ds.n)
+    _warm(seed_path)
+    conn = connect(seed_path, readonly=True)
+    for q in queries[:3]:
+        conn.execute(SEED_QUERY, (q.vector.tobytes(), K, q.user_id, K)).fetchall()
+    half = queries[: max(1, len(queries) // 2)]
+    variants = [
+        ("k5", queries, K, K, False),
+        (f"k{facts_per_person}", queries, facts_per_person, facts_per_person, False),
+        ("k5_personal_query", half, K, K, True),
+        ("k5_overfetch100", half, 100, K, False),
+    ]
+    out: dict[str, Any] = {"queries": len(queries)}
+    for label, subset, inner_k, limit, personal in variants:
+        times: list[float] = []
+        short = empty = exact = returned = 0
+        for q in subset:
+            vector = q.personal_vector if personal else q.vector
+            rows, elapsed = _timed(
+                lambda q=q, v=vector, inner_k=inner_k, limit=limit: conn.execute(
+                    SEED_QUERY, (v.tobytes(), inner_k, q.user_id, limit)
+                ).fetchall()
+            )
+            times.append(elapsed)
+            got = [r[0] for r in rows]
+            returned += len(got)
+            short += len(got) < limit
+            empty += not got
+            exact += same_ranking(got, brute_force(ds, q.person, vector), limit)
+        n = len(subset)
+        out[label] = {
+            **percentiles_ms(times),
+            "inner_k": inner_k,
+            "limit": limit,
+            "short_pct": round(100 * short / n, 2),
+            "empty_pct": round(100 * empty / n, 2),
+            "exact_pct": round(100 * exact / n, 2),
+            "mean_returned": round(returned / n, 2),
+        }
+    conn.close()
+    return out
+
+
+# ---- reporting -----------------------------------------------------------------------------------------
+
+
+SEED_COLUMNS = ("samples", "inner_k", "limit", "p50", "p99", "short_pct", "empty_pct", "exact_pct")
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    """Print the three tables: headline, store components, seed-plan variants, and sizes."""
+    rows = []
+    for r in results:
+        s, seed = r["store"], r["seed"]
+        rows.append(
+            [
+                f"{r['n']:,}",
+                s["hybrid"]["p50"],
+                s["hybrid"]["p99"],
+                f"{s['knn_k5']['exact_pct']}/{s['vector_pool']['exact_pct']}/{s['hybrid']['exact_pct']}",
+                seed["k5"]["p50"],
+                seed["k5"]["p99"],
+                seed["k5"]["short_pct"],
+                seed["k5"]["empty_pct"],
+                ratio(seed["k5"]["p50"], s["hybrid"]["p50"]),
+                ratio(seed["k5"]["p99"], s["hybrid"]["p99"]),
+            ]
+        )
+    headers = ["N", "hybrid p50", "hybrid p99", "exact % knn/pool/hybrid", "seed p50", "seed p99"]
+    headers += ["seed short %", "seed empty %", "x p50", "x p99"]
+    print("\nPer-person recall (ms): the store's hybrid against the seed plan's global KNN + JOIN, k=5")
+    print(table(headers, rows))
+    parts = ("knn_k5", "vector_pool", "keyword", "hybrid")
+    print("\nStore components, p50 / p99 ms")
+    print(
+        table(
+            ["N", *parts],
+            [
+                [f"{r['n']:,}", *(f"{r['store'][p]['p50']:.3f} / {r['store'][p]['p99']:.3f}" for p in parts)]
+                for r in results
+            ],
+        )
+    )
+    print("\nSeed plan variants (inner k of the global KNN, LIMIT)")
+    print(
+        table(
+            ["N", "variant", "queries", "inner k", "limit", "p50", "p99", "short %", "empty %", "exact %"],
+            [
+                [f"{r['n']:,}", name, *(v[key] for key in SEED_COLUMNS)]
+                for r in results
+                for name, v in r["seed"].items()
+                if name != "queries"
+            ],
+        )
+    )
+    print("\nDatabase files (after a WAL checkpoint) and build rates")
+    print(
+        table(
+            ["N", "store MB", "store B/fact", "store inserts/s", "seed MB", "seed B/fact", "seed inserts/s"],
+            [
+                [
+                    f"{r['n']:,}",
+                    r["build"]["store"]["file_bytes"] / 1e6,
+                    r["build"]["store"]["bytes_per_fact"],
+                    r["build"]["store"]["inserts_per_second"],
+                    r["build"]["seed"]["file_bytes"] / 1e6,
+                    r["build"]["seed"]["bytes_per_fact"],
+                    r["build"]["seed"]["inserts_per_second"],
+                ]
+                for r in results
+            ],
+        )
+    )
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [r["n"] for r in results]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for label, get, style in (
+        ("store knn k=5 p99", lambda r: r["store"]["knn_k5"]["p99"], "o-"),
+        ("store hybrid p50", lambda r: r["store"]["hybrid"]["p50"], "s--"),
+        ("store hybrid p99", lambda r: r["store"]["hybrid"]["p99"], "s-"),
+        ("seed plan p50", lambda r: r["seed"]["k5"]["p50"], "^--"),
+        ("seed plan p99", lambda r: r["seed"]["k5"]["p99"], "^-"),
+    ):
+        left.plot(ns, [get(r) for r in results], style, label=label)
+    left.axhline(5, color="grey", linestyle=":", linewidth=1, label="target: hybrid p99 5 ms")
+    left.set(xscale="log", yscale="log", xlabel="facts in the database (N)", ylabel="per-person query, ms")
+    left.set_title("Per-person recall latency (k=5)")
+    left.set_ylim(0.2, 5e4)
+    left.legend(fontsize=7, loc="upper left", ncol=2)
+    left.grid(True, which="both", alpha=0.3)
+    right.plot(ns, [r["seed"]["k5"]["short_pct"] for r in results], "^-", label="seed: fewer than k results")
+    right.plot(ns, [r["seed"]["k5"]["empty_pct"] for r in results], "v--", label="seed: no result at all")
+    right.plot(ns, [100 - r["store"]["knn_k5"]["exact_pct"] for r in results], "o-", label="store: not exact")
+    right.set(xscale="log", xlabel="facts in the database (N)", ylabel="% of queries", ylim=(-3, 103))
+    right.set_title("Queries that miss the person's top k")
+    right.legend(fontsize=8)
+    right.grid(True, alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="only N=10,000, fewer queries")
+    parser.add_argument("--sizes", type=int, nargs="+", help="override N (multiples of 100)")
+    parser.add_argument("--queries", type=int, default=1000, help="store queries per N")
+    parser.add_argument("--seed-queries", type=int, default=0, help="seed-plan queries per N (0: by size)")
+    parser.add_argument("--rebuild", action="store_true", help="ignore cached databases")
+    args = parser.parse_args(argv)
+    sizes = args.sizes or ([10_000] if args.quick else list(SIZES))
+    store_queries = 200 if args.quick else args.queries
+    settings = Settings()
+    results = []
+    for n in sizes:
+        print(f"N = {n:,}", flush=True)
+        ds = Dataset(n)
+        build_info = build(ds, rebuild=args.rebuild)
+        queries = _queries(ds, store_queries + WARMUP_QUERIES)
+        queries, warmup = queries[WARMUP_QUERIES:], queries[:WARMUP_QUERIES]
+        store_fig = measure_store(ds, queries, warmup, settings)
+        print(
+            f"  store: hybrid p99 {store_fig['hybrid']['p99']} ms, exact {store_fig['hybrid']['exact_pct']}%",
+            flush=True,
+        )
+        seed_count = args.seed_queries or (100 if n >= 1_000_000 else 300)
+        seed_fig = measure_seed(ds, queries[:seed_count], settings.recall_facts_per_person)
+        print(f"  seed: p99 {seed_fig['k5']['p99']} ms, short {seed_fig['k5']['short_pct']}%", flush=True)
+        results.append(
+            {"n": n, "people": ds.people, "build": build_info, "store": store_fig, "seed": seed_fig}
+        )
+    report(results)
+    data = {
+        "benchmark": "recall_scale",
+        "machine": machine(),
+        "parameters": {
+            "dimensions": DIM,
+            "facts_per_person": FACTS_PER_PERSON,
+            "topics": TOPICS,
+            "topics_per_person": TOPICS_PER_PERSON,
+            "person_weight": PERSON_WEIGHT,
+            "noise_weight": NOISE_WEIGHT,
+            "k": K,
+            "recall_facts_per_person": settings.recall_facts_per_person,
+            "recall_max_distance": settings.recall_max_distance,
+            "generator_version": GENERATOR_VERSION,
+        },
+        "results": results,
+    }
+    partial = args.quick or args.sizes is not None
+    print(f"\nwrote {write_json('recall_scale', data, partial=partial)}")
+    if not partial:
+        plot(results, DOCS / "recall_scale.png")
+        print(f"wrote {DOCS / 'recall_scale.png'}")
+
+
+if __name__ == "__main__":
+    main()
