@@ -100,10 +100,103 @@ async def test_opting_out_drops_buffered_messages(service: MemoryService) -> Non
     assert await pending(service) == ["I collect coins"]
 
 
+async def test_opting_out_drops_the_bots_buffered_replies_after_that_persons_messages(
+    service: MemoryService,
+) -> None:
+    bot_turn = replace(msg("b0", "bot", "Welcome, everyone!"), is_bot=True)
+    service.capture(bot_turn, guild_id=100)
+    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id=100)
+    service.capture(replace(msg("b1", "bot", "Noted, you live at 1 Elm Street"), is_bot=True), guild_id=100)
+    service.capture(msg("m2", "alice", "I collect coins"), guild_id=100)
+    elsewhere = replace(msg("b2", "bot", "Hello in another channel", channel="c2"), is_bot=True)
+    service.capture(elsewhere, guild_id=100)
+    await service.set_opt_out(SCOPE, "bob", True)
+    assert await pending(service) == ["Welcome, everyone!", "I collect coins"]
+    assert [m.message_id for m in await service.store.call(Store.pending_messages, "c2", 10)] == ["b2"]
+
+
+async def test_forgetting_everything_drops_the_bots_replies_after_that_persons_messages(
+    service: MemoryService,
+) -> None:
+    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id=100)
+    service.capture(replace(msg("b1", "bot", "Noted: 1 Elm Street"), is_bot=True), guild_id=100)
+    await service.forget(SCOPE, "bob", None)
+    assert await pending(service) == []
+
+
+async def test_messages_still_queued_when_a_person_opts_out_are_dropped(service: MemoryService) -> None:
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)  # queued, maybe not yet written
+    await service.set_opt_out(SCOPE, "bob", True)
+    assert await pending(service) == []
+
+
+async def test_switching_memory_off_drops_that_guilds_buffer_queued_messages_included(
+    service: MemoryService,
+) -> None:
+    service.capture(msg("m1", "alice", "I collect coins"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    service.capture(msg("m2", "alice", "I collect stamps"), guild_id=100)
+    other = replace(msg("o1", "alice", "I live in Oslo", channel="x1"), scope="guild:200")
+    service.capture(other, guild_id=200)
+    await service.update_guild(100, memory_enabled=False)
+    assert await pending(service) == []
+    assert [m.content for m in await service.store.call(Store.pending_messages, "x1", 10)] == [
+        "I live in Oslo"
+    ]
+
+
+async def test_ignoring_a_channel_drops_what_its_threads_buffered(service: MemoryService) -> None:
+    service.capture(
+        msg("t1m", "alice", "I live in a thread", channel="t1"), guild_id=100, parent_channel_id="c1"
+    )
+    service.capture(msg("m1", "alice", "I live in the channel"), guild_id=100)
+    service.capture(msg("o1", "alice", "I live elsewhere", channel="c2"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    await service.set_channel_ignored(100, "c1", True)
+    for channel, expected in (("t1", []), ("c1", []), ("c2", ["I live elsewhere"])):
+        assert [m.content for m in await service.store.call(Store.pending_messages, channel, 10)] == expected
+
+
+async def test_a_flush_after_memory_went_off_reads_nothing_and_drops_the_chunk(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("t1m", "alice", "I live in Rome", channel="t1"), guild_id=100, parent_channel_id="c1")
+    await service.capture_buffer.wait_written()
+    # The switch lands in the cache between the buffer write and the flush (another process, a race).
+    service._guilds["100"] = replace(service.guild(100), ignored_channel_ids={"c1"})
+    assert await service.flush_channel("t1") == 0
+    assert llm.calls == []
+    assert await service.store.call(Store.pending_messages, "t1", 10) == []
+
+
+@pytest.mark.parametrize(
+    "text", ["!nomem I live in Paris", "<@42> !nomem I live in Paris", "<@!42> <@&7>  !nomem I live in Paris"]
+)
+async def test_the_no_memory_marker_counts_after_leading_mentions(service: MemoryService, text: str) -> None:
+    assert service.capture(msg("m1", "alice", text), guild_id=100) is False
+    assert service.capture(msg("m2", "alice", f"I said {text}"), guild_id=100) is True
+    assert await pending(service) == [f"I said {text}"]
+
+
+async def test_an_edit_adding_the_marker_removes_the_message_and_its_facts(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I live in Paris"), guild_id=100)
+    service.capture(msg("m2", "alice", "I like tea"), guild_id=100)
+    await service.message_edited("m2", "<@42> !nomem I like tea")
+    assert await pending(service) == ["I live in Paris"]
+    await service.flush_now()
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I live in Paris"]
+    await service.message_edited("m1", "!nomem I live in Paris")
+    assert await service.list_facts(SCOPE, "alice") == []
+
+
 async def test_edits_and_deletions_apply_to_buffered_messages(service: MemoryService, llm: FakeLLM) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
     service.capture(msg("m1", "alice", "I live in Pariss"), guild_id=100)
-    service.message_edited("m1", "I live in Paris")
+    await service.message_edited("m1", "I live in Paris")
     service.capture(msg("m2", "alice", "my PIN is 1234"), guild_id=100)
     await service.message_deleted("m2")
     await service.flush_now()
@@ -195,8 +288,14 @@ async def test_a_large_buffer_flushes_before_it_goes_quiet(
     async def two_chunks() -> bool:
         return llm.count(Purpose.EXTRACT) >= 2
 
+    async def six_consumed() -> bool:  # the second flush's write may land a moment after its extraction
+        return await service.store.call(Store.count_pending) <= 1
+
     await wait_until(two_chunks)
+    await wait_until(six_consumed)
     assert [len(p["messages"]) for _, p in llm.calls[:2]] == [3, 3]
+    await asyncio.sleep(0.2)
+    assert llm.count(Purpose.EXTRACT) == 2
     assert await service.store.call(Store.count_pending) == 1  # the 7th waits for quiet or more company
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import xml.etree.ElementTree as ET
@@ -232,3 +233,92 @@ async def test_an_edit_before_the_flush_is_what_gets_learned(tmp_path: Path) -> 
         await eventually(edited, what="the edit in the buffer")
         await w.flush()
         assert [f.text for f in await w.facts(f"guild:{w.alpha.id}", w.carol)] == ["carol lives in Paris"]
+
+
+def people_in(request: dict[str, Any]) -> set[str]:
+    block = block_of(request)
+    return set() if block is None else {u.get("id", "") for u in block}
+
+
+async def test_a_mention_brings_in_someones_facts_only_for_who_may_see_them(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await teach_alpha(w)
+        quiet = w.alpha.channels["random"]  # no history: only the mention links carol to the talk
+        question = f"is <@{w.carol['id']}> a marathon runner?"
+        await w.discord.send_message(quiet, w.bob, question, mention_bot=True)
+        await w.discord.wait_for_bot_message(quiet, timeout=10)
+        await w.discord.send_message(quiet, w.alice, question, mention_bot=True)
+        await w.discord.wait_for_bot_message(quiet, lambda m: len(w.chat_requests()) == 2, timeout=10)
+        member_asks, admin_asks = w.chat_requests()
+        assert str(w.carol["id"]) not in people_in(member_asks)  # bob may not see her facts with /facts
+        assert "marathon" not in system_text(member_asks)
+        assert str(w.carol["id"]) in people_in(admin_asks)  # alice manages the server
+        assert "carol is a marathon runner" in system_text(admin_asks)
+
+
+async def test_in_dms_only_the_authors_own_facts_are_recalled_whoever_is_mentioned(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.discord.send_dm(w.bob, "I am a beekeeper")
+        await eventually(lambda: w.bot.memory.store.call(lambda s: s.count_pending("dm") == 1))
+        await w.flush()
+        assert [f.text for f in await w.facts("dm", w.bob)] == ["bob is a beekeeper"]
+        await w.discord.send_dm(w.alice, f"is <@{w.bob['id']}> a beekeeper?")
+        await w.discord.wait_for_bot_message(w.discord.dm_channel_id(w.alice), timeout=10)
+        request = w.chat_requests()[-1]  # bob's own DM got an answer first
+        assert f"alice: is @{w.bob['username']} a beekeeper?" in str(request["contents"])
+        assert "beekeeper" not in system_text(request)
+        assert str(w.bob["id"]) not in people_in(request)
+
+
+async def test_a_reply_to_a_message_kept_out_of_memory_is_kept_out_too(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.bot.memory.set_opt_out(f"guild:{w.alpha.id}", w.bob["id"], True)
+        await w.discord.send_message(w.general, w.bob, "I live at 1 Elm Street", mention_bot=True)
+        to_bob = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        secret = await w.discord.send_message(
+            w.general, w.alice, "!nomem my PIN is 1234, keep it", mention_bot=True
+        )
+        to_alice = await w.discord.wait_for_bot_message(
+            w.general, lambda m: m["message_reference"]["message_id"] == secret["id"], timeout=10
+        )
+        await w.seen(w.general)
+        for message in (secret, to_bob, to_alice):
+            assert not await w.captured(message["id"])
+        await w.discord.send_message(w.general, w.carol, "I am a marathon runner", mention_bot=True)
+        to_carol = await w.discord.wait_for_bot_message(
+            w.general, lambda m: m["id"] not in (to_bob["id"], to_alice["id"]), timeout=10
+        )
+        await eventually(lambda: w.captured(to_carol["id"]), what="capture of the reply to carol")
+
+
+async def test_an_edit_that_adds_the_marker_takes_the_message_out_of_memory(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        message = await w.say(w.general, w.carol, "I live in Paris")
+        await w.discord.edit_message(
+            w.general, int(message["id"]), f"<@{w.discord.bot_id}> !nomem I live in Paris"
+        )
+        await eventually(lambda: _not(w.captured(message["id"])), what="the message leaving the buffer")
+
+
+async def _not(check: Any) -> bool:
+    return not await check
+
+
+async def test_a_recall_that_hangs_gives_way_to_an_answer_without_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with world(tmp_path) as w:
+        # load_extension executes the cog module afresh: patch the module the bot loaded.
+        monkeypatch.setattr(w.bot.extensions["bot.cogs.chat"], "RECALL_DEADLINE_SECONDS", 0.5)
+        await teach_alpha(w)
+        w.gemini.hang_next(kind="embed")  # the query embedding never answers (client timeout is 5 s)
+        started = asyncio.get_running_loop().time()
+        await w.discord.send_message(w.general, w.alice, "where do I live?", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=4)
+        assert asyncio.get_running_loop().time() - started < 4
+        assert reply["content"] == "Nice to hear from you!"
+        [request] = w.chat_requests()
+        assert block_of(request) is None
+        assert w.bot.memory.recall_failures == 1
+        typing = [r for r in w.discord.requests if r.method == "POST" and r.path.endswith("/typing")]
+        assert typing and typing[0].at < started + 0.5  # people see the bot typing while it remembers

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.memory.db import DatabaseError
+from bot.memory.db import DatabaseError, connect
 from bot.memory.models import Decision, FactStatus, NewFact, Operation
-from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, keyword_query
+from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, _split_sql, keyword_query
 from tests.fakes import DIMS, angled, unit
 
 
@@ -106,6 +106,24 @@ def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> N
         assert [f.text for f in again.list_facts("dm", "alice")] == ["Alice keeps bees"]
         assert again.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         again.close()
+
+
+def test_a_version_1_buffer_survives_the_migration_that_adds_thread_parents(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    conn = connect(path)
+    for statement in _split_sql(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(
+        "INSERT INTO pending_messages (message_id, scope, channel_id, author_id, author_name, content, "
+        "created_at, captured_at) VALUES ('m1', 'guild:1', 't1', 'alice', 'Alice', 'I keep bees', 'x', 1.0)"
+    )
+    conn.close()
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    [kept] = store.pending_messages("t1", 10)
+    assert (kept.content, kept.parent_channel_id) == ("I keep bees", None)
+    store.close()
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 EDIT_INTERVAL_SECONDS = 1.5
 QUERY_TURNS = 3
+RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 REFUSED_REPLY = "Sorry, I can't help with that one."
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
@@ -40,19 +41,20 @@ class Chat(commands.Cog):
 
     # ---- capture -----------------------------------------------------------------------------------------
 
-    def capture(self, message: discord.Message, *, own_text: str | None = None) -> None:
+    def capture(self, message: discord.Message, *, own_text: str | None = None) -> bool:
         """Hand a message to memory: people's messages as speakers, the bot's own replies as context.
 
         The bot's replies are captured by `show()` as it sends them (`own_text`), not from the gateway echo,
-        so its admin-log posts and other messages never enter the buffer.
+        so its admin-log posts and other messages never enter the buffer. Returns whether it was captured.
         """
         own = own_text is not None
         if not own and (message.author.bot or message.webhook_id or message.type not in CAPTURED_TYPES):
-            return
+            return False
         content = own_text if own_text is not None else message.clean_content
-        if not worth_reading(message.content if not own else content):
-            return
-        self.bot.memory.capture(
+        raw = content if own else message.content
+        if not worth_reading(raw) or self.bot.memory.no_memory(raw):
+            return False
+        return self.bot.memory.capture(
             BufferedMessage(
                 message_id=str(message.id),
                 scope=scope_of(message),
@@ -69,14 +71,18 @@ class Chat(commands.Cog):
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
-        self.capture(message)
+        captured = self.capture(message)
         if await self.should_reply(message):
-            await self.reply(message)
+            await self.reply(message, remember=captured)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if "content" in payload.data:
-            self.bot.memory.message_edited(payload.message_id, payload.message.clean_content)
+        if "content" not in payload.data:
+            return
+        if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
+            await self.bot.memory.message_deleted(payload.message_id)
+        else:
+            await self.bot.memory.message_edited(payload.message_id, payload.message.clean_content)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
@@ -151,13 +157,32 @@ class Chat(commands.Cog):
             turns.pop(0)
         return turns
 
-    @staticmethod
-    def participants(messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
+    def participants(self, messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
+        """Whose memories the reply may use: never more than the author could see with /facts.
+
+        In DMs (one scope shared by every DM) only the author's own. In a server, the people who spoke in
+        the conversation; people only mentioned are added when the author may see others' facts (Manage
+        Server, or the server allows it), so a mention cannot pull someone's memories into a reply.
+        """
+        if trigger.guild is None:
+            users: list[discord.abc.User] = [trigger.author]
+        else:
+            users = [trigger.author, *(m.author for m in messages)]
+            if self.may_see_others(trigger):
+                users += trigger.mentions
         people: dict[int, Participant] = {}
-        for user in [trigger.author, *(m.author for m in messages), *trigger.mentions]:
+        for user in users:
             if not user.bot:
                 people.setdefault(user.id, Participant(str(user.id), speaker_name(user)))
         return list(people.values())
+
+    def may_see_others(self, trigger: discord.Message) -> bool:
+        if trigger.guild is None:
+            return False
+        if self.bot.memory.guild(trigger.guild.id).members_see_others:
+            return True
+        permissions = getattr(trigger.author, "guild_permissions", None)
+        return permissions is not None and permissions.manage_guild
 
     @staticmethod
     def query(messages: list[discord.Message]) -> str:
@@ -170,9 +195,10 @@ class Chat(commands.Cog):
         if message.guild is not None and not self.bot.memory.guild(message.guild.id).memory_enabled:
             return persona
         try:
-            recalled = await self.bot.memory.recall(
-                scope_of(message), self.participants(messages, message), self.query(messages)
-            )
+            async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                recalled = await self.bot.memory.recall(
+                    scope_of(message), self.participants(messages, message), self.query(messages)
+                )
         except Exception as exc:
             self.bot.memory.recall_failures += 1
             log.warning("recall failed; answering without memory: %s", exc)
@@ -183,24 +209,29 @@ class Chat(commands.Cog):
 
     # ---- replying ----------------------------------------------------------------------------------------------
 
-    async def reply(self, message: discord.Message) -> None:
-        messages = await self.conversation(message)
-        system = await self.system_instruction(message, messages)
+    async def reply(self, message: discord.Message, *, remember: bool = True) -> None:
+        """Answer `message`; the bot's own reply is kept as extraction context only if `remember`.
+
+        A reply to a message that was not captured (opted out, no-memory marker, ignored channel) is not
+        captured either, since it may repeat what that message said.
+        """
         sent: list[discord.Message] = []
         text = ""
         last_sync = 0.0
         try:
             async with message.channel.typing():
+                messages = await self.conversation(message)
+                system = await self.system_instruction(message, messages)
                 async for delta in self.bot.gemini.chat_stream(system=system, turns=self.turns(messages)):
                     text += delta
                     if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
-                        await self.show(message, sent, text)
+                        await self.show(message, sent, text, remember=remember)
                         last_sync = time.monotonic()
             if not text.strip():
                 raise GeminiError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-            await self.show(message, sent, text)
+            await self.show(message, sent, text, remember=remember)
         except GeminiRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
@@ -212,19 +243,23 @@ class Chat(commands.Cog):
                 )
             await self.replace_with(message, sent, FAILED_REPLY)
 
-    async def show(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
+    async def show(
+        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool
+    ) -> None:
         """Make the sent messages show `text`: edit the ones that changed, send the parts that are new."""
         for index, part in enumerate(split_message(text)):
             if index < len(sent):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
-                    self.bot.memory.message_edited(sent[index].id, part)
+                    if remember:
+                        await self.bot.memory.message_edited(sent[index].id, part)
                 continue
             if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))
             else:
                 sent.append(await trigger.channel.send(part))
-            self.capture(sent[-1], own_text=part)
+            if remember:
+                self.capture(sent[-1], own_text=part)
 
     async def replace_with(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
         """Swap a half-finished reply for a short message, so nobody reads a truncated answer."""

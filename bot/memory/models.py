@@ -87,6 +87,7 @@ class BufferedMessage:
     created_at: str
     is_bot: bool = False
     attempts: int = 0
+    parent_channel_id: str | None = None  # a thread's channel, so ignoring that channel covers the thread
 
 
 @dataclass(frozen=True)

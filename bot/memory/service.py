@@ -22,7 +22,7 @@ from bot.memory.extract import JsonModel, extract_facts
 from bot.memory.models import AppliedChange, BufferedMessage, Fact, GuildSettings, NewFact
 from bot.memory.recall import Participant, Recaller, RecallResult
 from bot.memory.store import AsyncStore, Store
-from bot.memory.text import clean, worth_reading
+from bot.memory.text import clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -165,20 +165,26 @@ class MemoryService:
             return False
         if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
             return False
-        marker = self.settings.memory_no_memory_marker
-        if marker and message.content.lstrip().startswith(marker):
+        if self.no_memory(message.content) or not worth_reading(message.content):
             return False
-        if not worth_reading(message.content):
-            return False
-        content = clean(message.content)
-        self.capture_buffer.submit(
-            message if content == message.content else replace(message, content=content)
-        )
+        parent = None if parent_channel_id is None else str(parent_channel_id)
+        self.capture_buffer.submit(replace(message, content=clean(message.content), parent_channel_id=parent))
         return True
 
-    def message_edited(self, message_id: int | str, content: str) -> None:
-        """An edit of a message still in the buffer replaces its text (facts already learned stay)."""
-        self.capture_buffer.edit(str(message_id), clean(content))
+    def no_memory(self, content: str) -> bool:
+        """Whether the author asked, with the no-memory marker, that this message not be remembered."""
+        return starts_with_marker(content, self.settings.memory_no_memory_marker)
+
+    async def message_edited(self, message_id: int | str, content: str) -> None:
+        """An edit of a message still in the buffer replaces its text (facts already learned stay).
+
+        An edit that adds the no-memory marker counts as a deletion: the message leaves the buffer and
+        facts learned only from it are forgotten.
+        """
+        if self.no_memory(content):
+            await self.message_deleted(message_id)
+        else:
+            self.capture_buffer.edit(str(message_id), clean(content))
 
     async def message_deleted(self, message_id: int | str) -> int:
         """Drop a deleted message from the buffer and forget facts whose only source it was."""
@@ -204,6 +210,9 @@ class MemoryService:
             return 0
         scope = chunk[0].scope
         ids = [m.message_id for m in chunk]
+        if not self.still_captured(chunk[0]):  # memory was switched off, or the channel ignored, meanwhile
+            await self.store.call(Store.delete_pending_messages, ids)
+            return 0
         try:
             facts = await extract_facts(self.llm, chunk)
             names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
@@ -221,6 +230,12 @@ class MemoryService:
         if changes:
             self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": len(chunk)}))
         return len(changes)
+
+    def still_captured(self, message: BufferedMessage) -> bool:
+        """Whether the guild and channel of a buffered message are still remembered, checked at flush."""
+        guild_id = message.scope.removeprefix("guild:") if message.scope.startswith("guild:") else None
+        channels = tuple(c for c in (message.channel_id, message.parent_channel_id) if c is not None)
+        return self.channel_captured(guild_id, channels)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
         await self.capture_buffer.flush_now(channel_id)
@@ -282,6 +297,10 @@ class MemoryService:
         return count
 
     async def set_opt_out(self, scope: str, user_id: int | str, opted_out: bool) -> None:
+        """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
+        if opted_out:
+            self._opted_out.add((scope, str(user_id)))
+            await self.capture_buffer.wait_written()
         await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
         if opted_out:
             self._opted_out.add((scope, str(user_id)))
@@ -292,11 +311,22 @@ class MemoryService:
     # ---- guild administration ----------------------------------------------------------------------------
 
     async def update_guild(self, guild_id: int | str, **changes: Any) -> GuildSettings:
+        """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
+        if changes.get("memory_enabled") is False:
+            self._guilds[str(guild_id)] = replace(self.guild(guild_id), memory_enabled=False)
+            await self.capture_buffer.wait_written()
         settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
         self._guilds[str(guild_id)] = settings
         return settings
 
     async def set_channel_ignored(self, guild_id: int | str, channel_id: int | str, ignored: bool) -> None:
+        """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""
+        if ignored:
+            current = self.guild(guild_id)
+            self._guilds[str(guild_id)] = replace(
+                current, ignored_channel_ids={*current.ignored_channel_ids, str(channel_id)}
+            )
+            await self.capture_buffer.wait_written()
         await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
         self._guilds = await self.store.call(Store.guild_settings)
 

@@ -43,6 +43,7 @@ from bot.memory.models import (
     NewFact,
     Operation,
     PendingChannel,
+    guild_scope,
     iso,
     utcnow,
 )
@@ -127,6 +128,11 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE TABLE app_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE stale_vectors (fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE);
+    """,
+    # 2: a thread's messages remember their parent channel, so ignoring the channel drops them too.
+    """
+    ALTER TABLE pending_messages ADD COLUMN parent_channel_id TEXT;
+    CREATE INDEX pending_parent ON pending_messages (parent_channel_id) WHERE parent_channel_id IS NOT NULL;
     """,
 ]
 
@@ -342,14 +348,27 @@ class Store:
             )
             dropped = 0
             if opted_out:
-                dropped = self.conn.execute(
-                    "DELETE FROM pending_messages WHERE scope = ? AND author_id = ? AND is_bot = 0",
-                    (scope, user_id),
-                ).rowcount
+                dropped = self._drop_pending_of(scope, user_id)
                 self._event(None, scope, user_id, "opted_out", {"pending_dropped": dropped}, actor=user_id)
             else:
                 self._event(None, scope, user_id, "opted_in", {}, actor=user_id)
         return dropped
+
+    def _drop_pending_of(self, scope: str, user_id: str) -> int:
+        """Drop a person's buffered messages, and the bot's buffered turns after theirs in those channels.
+
+        The bot's replies are only context for extraction, but they may repeat what the person said, so
+        they go too. Returns how many of the person's own messages were dropped.
+        """
+        self.conn.execute(
+            "DELETE FROM pending_messages AS p WHERE p.scope = ? AND p.is_bot = 1 AND p.seq > ("
+            "SELECT min(q.seq) FROM pending_messages AS q WHERE q.channel_id = p.channel_id "
+            "AND q.scope = p.scope AND q.author_id = ? AND q.is_bot = 0)",
+            (scope, user_id),
+        )
+        return self.conn.execute(
+            "DELETE FROM pending_messages WHERE scope = ? AND author_id = ? AND is_bot = 0", (scope, user_id)
+        ).rowcount
 
     def opted_out(self) -> set[tuple[str, str]]:
         return {
@@ -389,6 +408,8 @@ class Store:
                 self.conn.execute(
                     f"UPDATE guild_settings SET {key} = ? WHERE guild_id = ?", (stored, guild_id)
                 )
+            if changes.get("memory_enabled") is False:  # switched off: nothing buffered is read later
+                self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (guild_scope(guild_id),))
         return self.guild_settings().get(guild_id, GuildSettings(guild_id))
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
@@ -397,7 +418,10 @@ class Store:
                 self.conn.execute(
                     "INSERT OR IGNORE INTO ignored_channels VALUES (?, ?)", (guild_id, channel_id)
                 )
-                self.conn.execute("DELETE FROM pending_messages WHERE channel_id = ?", (channel_id,))
+                self.conn.execute(
+                    "DELETE FROM pending_messages WHERE channel_id = ? OR parent_channel_id = ?",
+                    (channel_id, channel_id),
+                )
             else:
                 self.conn.execute(
                     "DELETE FROM ignored_channels WHERE guild_id = ? AND channel_id = ?",
@@ -421,7 +445,7 @@ class Store:
         with self._tx():
             cur = self.conn.executemany(
                 "INSERT OR IGNORE INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
-                "is_bot, content, created_at, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "is_bot, content, created_at, captured_at, parent_channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         m.message_id,
@@ -433,6 +457,7 @@ class Store:
                         m.content,
                         m.created_at,
                         at,
+                        m.parent_channel_id,
                     )
                     for m, at in messages
                 ],
@@ -465,11 +490,13 @@ class Store:
     def pending_messages(self, channel_id: str, limit: int) -> list[BufferedMessage]:
         """The oldest `limit` buffered messages of a channel, in arrival order."""
         rows = self.conn.execute(
-            "SELECT message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts "
-            "FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
+            "SELECT message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
+            "parent_channel_id FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
             (channel_id, limit),
         ).fetchall()
-        return [BufferedMessage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8]) for r in rows]
+        return [
+            BufferedMessage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9]) for r in rows
+        ]
 
     def count_pending(self, scope: str | None = None) -> int:
         if scope is None:
@@ -853,10 +880,7 @@ class Store:
                         "SELECT id FROM facts WHERE scope = ? AND user_id = ?", (scope, user_id)
                     )
                 ]
-                self.conn.execute(
-                    "DELETE FROM pending_messages WHERE scope = ? AND author_id = ? AND is_bot = 0",
-                    (scope, user_id),
-                )
+                self._drop_pending_of(scope, user_id)
             else:
                 own = [
                     fid

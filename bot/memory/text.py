@@ -11,6 +11,7 @@ _ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _DISCORD_MARKUP = re.compile(r"<(?:@[!&]?|#)\d+>|<a?:\w+:\d+>|<t:\d+(?::\w)?>|https?://\S+")
 _WORDLIKE = re.compile(r"[^\W_]", re.UNICODE)
+_LEADING_MENTIONS = re.compile(r"^(?:\s*<(?:@[!&]?|#)\d+>)*\s*")
 
 
 def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -18,6 +19,14 @@ def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     text = _NOT_XML.sub("", text)
     text = _ZERO_WIDTH.sub("", text)
     return text.strip()[:limit]
+
+
+def starts_with_marker(text: str, marker: str) -> bool:
+    """Whether a message opts out of memory: it starts with `marker`, after any leading mentions.
+
+    "<@bot> !nomem ..." is addressed to the bot but still meant to be forgotten.
+    """
+    return bool(marker) and _LEADING_MENTIONS.sub("", text, count=1).startswith(marker)
 
 
 def strip_background_blocks(text: str) -> str:
