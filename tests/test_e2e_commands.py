@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -502,3 +503,46 @@ async def test_a_member_cannot_disable_memory(tmp_path: Path) -> None:
         assert await w.captured(still["id"])
         beta = await w.say(w.beta.channels["general"], w.alice, "I live in Gdansk")
         assert await w.captured(beta["id"])
+
+
+# ---- a slow database -----------------------------------------------------------------------------------------
+
+
+def stall_store(w: World, seconds: float) -> asyncio.Future[None]:
+    """Occupy the store's only thread, as a long write would; commands queue behind it."""
+    return asyncio.ensure_future(w.bot.memory.store.call(lambda _store: time.sleep(seconds)))
+
+
+async def final_content(inter: InteractionRecord) -> str:
+    """The answer's text once the bot has edited it into a deferred response."""
+    entry = await inter.wait_for(lambda r: r["kind"] == "edit_original", timeout=10)
+    return entry["message"]["content"]
+
+
+async def test_commands_and_buttons_answer_in_time_while_the_database_is_busy(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        ids = await seed(w, w.alpha, w.alice, [f"alice fact number {i}" for i in range(12)])
+        # Discord's real 3-second limit applies (the stand-in's default): a deferral must come first.
+        assert w.discord.interaction_ack_timeout == 3.0
+        stalled = stall_store(w, 4.0)
+        inter = await w.discord.invoke_command(w.alice, "facts", channel_id=w.general)
+        deferred = await inter.wait_response()
+        assert deferred["type"] == 5 and deferred["data"]["flags"] & EPHEMERAL
+        first_page = await final_content(inter)
+        await stalled
+        assert listed_ids(first_page)[0] == ids[-1] and "Page 1/2" in first_page
+        page = inter.original_message_id
+        assert page is not None and buttons(message(w, page)) == {"facts:prev": True, "facts:next": False}
+
+        stalled = stall_store(w, 4.0)
+        press = await w.discord.click_button(w.alice, page, "facts:next")
+        assert (await press.wait_response())["type"] == 6  # deferred update of the page
+        await press.wait_for(lambda r: r["kind"] == "edit_original", timeout=10)
+        await stalled
+        assert "Page 2/2" in message(w, page)["content"]
+
+        stalled = stall_store(w, 4.0)
+        status = await w.discord.invoke_command(w.alice, "memory", channel_id=w.general, subcommand="status")
+        assert "12 facts" in await final_content(status)
+        await stalled
+        assert all(not r.errors for r in w.discord.interactions.values())

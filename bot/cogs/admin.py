@@ -7,6 +7,7 @@ Every change is noted in the admin log.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Literal
 
 import discord
@@ -15,6 +16,7 @@ from discord.ext import commands
 
 from bot.adminlog import plural
 from bot.client import MemoryBot
+from bot.cogs.answers import Reply, answer
 from bot.cogs.memory_commands import ConfirmView, FactsPager, display_name, fact_choices, forgot_text
 from bot.memory.models import guild_scope
 
@@ -83,6 +85,18 @@ class Admin(commands.Cog, name="admin"):
         """One admin-log line naming the admin: '<admin> disabled memory in this server.'"""
         self.bot.admin_log.post(guild_id(interaction), f"{display_name(interaction.user)} {what}.")
 
+    async def change(
+        self, interaction: discord.Interaction, work: Awaitable[object], what: str, content: str
+    ) -> None:
+        """Apply a setting, note it in the admin log, and confirm it to the admin."""
+
+        async def apply() -> Reply:
+            await work
+            self.note(interaction, what)
+            return Reply(content)
+
+        await answer(interaction, apply())
+
     @admin_group.command(name="facts", description="See what the bot remembers about a member")
     @app_commands.describe(user="Whose facts to show")
     async def facts(self, interaction: discord.Interaction, user: discord.User) -> None:
@@ -108,22 +122,22 @@ class Admin(commands.Cog, name="admin"):
         scope = guild_scope(guild_id(interaction))
         name = display_name(user)
         actor = str(interaction.user.id)
-        if fact is not None:
-            count = await self.bot.memory.forget(scope, user.id, [fact], actor=actor)
-            content = forgot_text(count, fact) if count else f"No fact #{fact} of {name} here."
-            await interaction.response.send_message(content, ephemeral=True)
-            return
-        count = await self.bot.memory.count_facts(scope, user.id)
 
         async def forget_everything() -> str:
             return forgot_text(await self.bot.memory.forget(scope, user.id, None, actor=actor))
 
-        await interaction.response.send_message(
-            f"Forget everything I remember about {name} in this server ({plural(count, 'fact')}), "
-            "including messages I haven't read yet? This can't be undone.",
-            view=ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
-            ephemeral=True,
-        )
+        async def forget() -> Reply:
+            if fact is not None:
+                count = await self.bot.memory.forget(scope, user.id, [fact], actor=actor)
+                return Reply(forgot_text(count, fact) if count else f"No fact #{fact} of {name} here.")
+            count = await self.bot.memory.count_facts(scope, user.id)
+            return Reply(
+                f"Forget everything I remember about {name} in this server ({plural(count, 'fact')}), "
+                "including messages I haven't read yet? This can't be undone.",
+                ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
+            )
+
+        await answer(interaction, forget())
 
     @forget.autocomplete("fact")
     async def _member_fact_choices(
@@ -136,31 +150,41 @@ class Admin(commands.Cog, name="admin"):
 
     @admin_group.command(name="stats", description="Memory statistics for this server")
     async def stats(self, interaction: discord.Interaction) -> None:
-        stats = await self.bot.memory.stats(guild_scope(guild_id(interaction)))
-        await interaction.response.send_message(format_stats(stats), ephemeral=True)
+        async def stats() -> Reply:
+            return Reply(format_stats(await self.bot.memory.stats(guild_scope(guild_id(interaction)))))
+
+        await answer(interaction, stats())
 
     @logchannel_group.command(name="set", description="Post the memory log of this server in a channel")
     @app_commands.describe(channel="The channel for the memory log")
     async def logchannel_set(self, interaction: discord.Interaction, channel: discord.TextChannel) -> None:
-        await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=str(channel.id))
         content = f"The memory log of this server will be posted in {channel.mention}."
         me = channel.guild.me
         if me is not None and not channel.permissions_for(me).send_messages:
             content += " I can't send messages there yet: please give me Send Messages in that channel."
-        self.note(interaction, f"set {channel.mention} as the memory log channel")
-        await interaction.response.send_message(content, ephemeral=True)
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(guild_id(interaction), log_channel_id=str(channel.id)),
+            f"set {channel.mention} as the memory log channel",
+            content,
+        )
 
     @logchannel_group.command(name="clear", description="Stop posting the memory log in a channel of its own")
     async def logchannel_clear(self, interaction: discord.Interaction) -> None:
-        await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=None)
-        fallback = self.bot.admin_log.channel_for(guild_id(interaction))
-        content = "The memory log channel is cleared" + (
-            f"; the bot's default log channel <#{fallback.id}> is used instead."
-            if fallback is not None
-            else "; no memory log is posted in this server now."
-        )
-        self.note(interaction, "cleared the memory log channel")
-        await interaction.response.send_message(content, ephemeral=True)
+        async def clear() -> Reply:
+            await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=None)
+            fallback = self.bot.admin_log.channel_for(guild_id(interaction))
+            self.note(interaction, "cleared the memory log channel")
+            return Reply(
+                "The memory log channel is cleared"
+                + (
+                    f"; the bot's default log channel <#{fallback.id}> is used instead."
+                    if fallback is not None
+                    else "; no memory log is posted in this server now."
+                )
+            )
+
+        await answer(interaction, clear())
 
     @admin_group.command(name="ignore", description="Never remember messages in a channel (and its threads)")
     @app_commands.describe(channel="The channel to ignore")
@@ -168,51 +192,57 @@ class Admin(commands.Cog, name="admin"):
         if channel.type is discord.ChannelType.category:
             await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
             return
-        await self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, True)
-        self.note(interaction, f"turned memory off in {channel.mention}")
-        await interaction.response.send_message(
-            f"I won't remember messages in {channel.mention} (or its threads).", ephemeral=True
+        await self.change(
+            interaction,
+            self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, True),
+            f"turned memory off in {channel.mention}",
+            f"I won't remember messages in {channel.mention} (or its threads), and the ones there I "
+            "hadn't read yet are dropped.",
         )
 
     @admin_group.command(name="unignore", description="Remember messages in an ignored channel again")
     @app_commands.describe(channel="The channel to stop ignoring")
     async def unignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
-        await self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, False)
-        self.note(interaction, f"turned memory back on in {channel.mention}")
-        await interaction.response.send_message(
-            f"I may remember messages in {channel.mention} again.", ephemeral=True
+        await self.change(
+            interaction,
+            self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, False),
+            f"turned memory back on in {channel.mention}",
+            f"I may remember messages in {channel.mention} again.",
         )
 
     @admin_group.command(name="enable", description="Let the bot remember what people say in this server")
     async def enable(self, interaction: discord.Interaction) -> None:
-        await self.bot.memory.update_guild(guild_id(interaction), memory_enabled=True)
-        self.note(interaction, "enabled memory in this server")
-        await interaction.response.send_message(
-            "Memory is on in this server: I may remember what people say here.", ephemeral=True
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(guild_id(interaction), memory_enabled=True),
+            "enabled memory in this server",
+            "Memory is on in this server: I may remember what people say here.",
         )
 
     @admin_group.command(name="disable", description="Stop remembering what people say in this server")
     async def disable(self, interaction: discord.Interaction) -> None:
-        await self.bot.memory.update_guild(guild_id(interaction), memory_enabled=False)
-        self.note(interaction, "disabled memory in this server")
-        await interaction.response.send_message(
-            "Memory is off in this server: I won't remember new messages here. What I already know stays "
-            "(use /memory-admin forget to remove it).",
-            ephemeral=True,
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(guild_id(interaction), memory_enabled=False),
+            "disabled memory in this server",
+            "Memory is off in this server: I won't remember new messages here, and the ones I hadn't read "
+            "yet are dropped. What I already know stays (use /memory-admin forget to remove it).",
         )
 
     @admin_group.command(name="others-visible", description="Whether members may see each other's facts")
     @app_commands.describe(state="on: members can use /facts on each other; off: only their own")
     async def others_visible(self, interaction: discord.Interaction, state: Literal["on", "off"]) -> None:
         visible = state == "on"
-        await self.bot.memory.update_guild(guild_id(interaction), members_see_others=visible)
-        if visible:
-            self.note(interaction, "let members see each other's facts")
-            content = "Members can now see each other's facts with /facts."
-        else:
-            self.note(interaction, "made members' facts visible only to themselves")
-            content = "Members can now see only their own facts."
-        await interaction.response.send_message(content, ephemeral=True)
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(guild_id(interaction), members_see_others=visible),
+            "let members see each other's facts"
+            if visible
+            else "made members' facts visible only to themselves",
+            "Members can now see each other's facts with /facts."
+            if visible
+            else "Members can now see only their own facts.",
+        )
 
 
 async def setup(bot: MemoryBot) -> None:

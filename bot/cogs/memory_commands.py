@@ -16,6 +16,7 @@ from discord.ext import commands
 
 from bot.adminlog import plural
 from bot.client import MemoryBot
+from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
 from bot.memory.models import Fact, guild_scope
 from bot.memory.service import MemoryService
@@ -159,16 +160,22 @@ class FactsPager(OwnedView):
 
     async def send(self) -> None:
         """Answer the command with the first page; buttons only when there is more than one page."""
+        await answer(self.origin, self._first_page())
+
+    async def _first_page(self) -> Reply:
         content = await self.render()
         if self.pages > 1:
-            await self.origin.response.send_message(content, view=self, ephemeral=True)
-        else:
-            self.stop()
-            await self.origin.response.send_message(content, ephemeral=True)
+            return Reply(content, self)
+        self.stop()
+        return Reply(content)
 
     async def _turn(self, interaction: discord.Interaction, step: int) -> None:
         self.page += step
-        await interaction.response.edit_message(content=await self.render(), view=self)
+
+        async def page() -> Reply:
+            return Reply(await self.render(), self)
+
+        await answer(interaction, page(), update=True)
 
     @discord.ui.button(label="Previous", style=discord.ButtonStyle.secondary, custom_id="facts:prev")
     async def previous_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
@@ -214,8 +221,11 @@ class ConfirmView(OwnedView):
 
     async def _confirm(self, interaction: discord.Interaction) -> None:
         self.stop()
-        content = await self.action()
-        await interaction.response.edit_message(content=content, view=None)
+
+        async def done() -> Reply:
+            return Reply(await self.action())
+
+        await answer(interaction, done(), update=True)
 
     async def _cancel(self, interaction: discord.Interaction) -> None:
         self.stop()
@@ -292,11 +302,13 @@ class MemoryCommands(commands.Cog, name="memory"):
     @forget_group.command(name="fact", description="Forget one thing I remember about you")
     @app_commands.describe(fact="The fact to forget (start typing to search your facts)")
     async def forget_fact(self, interaction: discord.Interaction, fact: app_commands.Range[int, 1]) -> None:
-        count = await self.bot.memory.forget(
-            guild_scope(interaction.guild_id), interaction.user.id, [fact], actor=str(interaction.user.id)
-        )
-        content = forgot_text(count, fact) if count else f"No fact #{fact} of yours here."
-        await interaction.response.send_message(content, ephemeral=True)
+        async def forget_one() -> Reply:
+            count = await self.bot.memory.forget(
+                guild_scope(interaction.guild_id), interaction.user.id, [fact], actor=str(interaction.user.id)
+            )
+            return Reply(forgot_text(count, fact) if count else f"No fact #{fact} of yours here.")
+
+        await answer(interaction, forget_one())
 
     @forget_fact.autocomplete("fact")
     async def _own_fact_choices(
@@ -310,26 +322,25 @@ class MemoryCommands(commands.Cog, name="memory"):
     async def forget_all(self, interaction: discord.Interaction) -> None:
         scope = guild_scope(interaction.guild_id)
         user_id = interaction.user.id
-        count = await self.bot.memory.count_facts(scope, user_id)
 
         async def forget_everything() -> str:
             return forgot_text(await self.bot.memory.forget(scope, user_id, None, actor=str(user_id)))
 
-        view = ConfirmView(interaction, forget_everything, confirm_label="Forget everything")
-        await interaction.response.send_message(
-            f"Forget everything I remember about you here ({plural(count, 'fact')}), "
-            "including messages I haven't read yet? This can't be undone.",
-            view=view,
-            ephemeral=True,
-        )
+        async def question() -> Reply:
+            count = await self.bot.memory.count_facts(scope, user_id)
+            return Reply(
+                f"Forget everything I remember about you here ({plural(count, 'fact')}), "
+                "including messages I haven't read yet? This can't be undone.",
+                ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
+            )
+
+        await answer(interaction, question())
 
     @memory_group.command(name="optout", description="Stop remembering what you say here")
     async def optout(self, interaction: discord.Interaction) -> None:
         scope = guild_scope(interaction.guild_id)
         user_id = interaction.user.id
         already = self.bot.memory.is_opted_out(scope, user_id)
-        if not already:
-            await self.bot.memory.set_opt_out(scope, user_id, True)
 
         async def forget_everything() -> str:
             count = await self.bot.memory.forget(scope, user_id, None, actor=str(user_id))
@@ -347,33 +358,45 @@ class MemoryCommands(commands.Cog, name="memory"):
             timeout=OPTOUT_TIMEOUT_SECONDS,
         )
         first = "You were already opted out here" if already else "Okay, you're opted out here"
-        await interaction.response.send_message(
-            f"{first}: I won't remember new messages from you. What I already know stays until you "
-            "forget it: press the button, or use /forget.",
-            view=view,
-            ephemeral=True,
-        )
+
+        async def opt_out() -> Reply:
+            if not already:
+                await self.bot.memory.set_opt_out(scope, user_id, True)
+            return Reply(
+                f"{first}: I won't remember new messages from you, and the ones I hadn't read yet are "
+                "dropped. What I already know stays until you forget it: press the button, or use /forget.",
+                view,
+            )
+
+        await answer(interaction, opt_out())
 
     @memory_group.command(name="optin", description="Let me remember what you say here again")
     async def optin(self, interaction: discord.Interaction) -> None:
         scope = guild_scope(interaction.guild_id)
         user_id = interaction.user.id
-        if not self.bot.memory.is_opted_out(scope, user_id):
-            content = "You're already opted in here."
-        else:
-            await self.bot.memory.set_opt_out(scope, user_id, False)
-            content = "Okay, you're opted in again: I may remember what you tell me here."
-        if (
-            interaction.guild_id is not None
-            and not self.bot.memory.guild(interaction.guild_id).memory_enabled
-        ):
-            content += " (Memory is off in this server right now, so nothing is remembered until an admin turns it on.)"
-        await interaction.response.send_message(content, ephemeral=True)
+
+        async def opt_in() -> Reply:
+            if not self.bot.memory.is_opted_out(scope, user_id):
+                content = "You're already opted in here."
+            else:
+                await self.bot.memory.set_opt_out(scope, user_id, False)
+                content = "Okay, you're opted in again: I may remember what you tell me here."
+            if (
+                interaction.guild_id is not None
+                and not self.bot.memory.guild(interaction.guild_id).memory_enabled
+            ):
+                content += " (Memory is off in this server right now, so nothing is remembered until an admin turns it on.)"
+            return Reply(content)
+
+        await answer(interaction, opt_in())
 
     @memory_group.command(
         name="status", description="What I remember about you here, and whether I'm remembering"
     )
     async def status(self, interaction: discord.Interaction) -> None:
+        await answer(interaction, self._status(interaction))
+
+    async def _status(self, interaction: discord.Interaction) -> Reply:
         scope = guild_scope(interaction.guild_id)
         count = await self.bot.memory.count_facts(scope, interaction.user.id)
         lines = [
@@ -392,7 +415,7 @@ class MemoryCommands(commands.Cog, name="memory"):
             channels = {str(interaction.channel_id), str(getattr(interaction.channel, "parent_id", None))}
             if channels & settings.ignored_channel_ids:
                 lines.append("This channel is ignored: nothing said here is remembered.")
-        await interaction.response.send_message("\n".join(lines), ephemeral=True)
+        return Reply("\n".join(lines))
 
 
 async def setup(bot: MemoryBot) -> None:
