@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 import discord
+from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import AdminLog
@@ -51,6 +52,20 @@ def point_discord_at(api_base_url: str, gateway_url: str) -> None:
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
 
+RESTARTING = "I'm restarting right now; please try again in a minute."
+
+
+class MemoryTree(app_commands.CommandTree):
+    """Refuses commands politely while the bot shuts down, when the database may already be closed."""
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if getattr(self.client, "shutting_down", False):
+            if interaction.type is discord.InteractionType.application_command:
+                await interaction.response.send_message(RESTARTING, ephemeral=True)
+            return False
+        return True
+
+
 class MemoryBot(commands.Bot):
     def __init__(
         self, settings: Settings, *, gemini: GeminiClient | None = None, memory: MemoryService | None = None
@@ -60,12 +75,18 @@ class MemoryBot(commands.Bot):
             intents=intents(),
             allowed_mentions=discord.AllowedMentions.none(),
             help_command=None,
+            tree_cls=MemoryTree,
         )
         self.settings = settings
         self.gemini = gemini or GeminiClient.from_settings(settings)
         self._memory = memory
         self.admin_log = AdminLog(self, default_channel_id=settings.admin_log_channel_id)
         self._closing = False
+
+    @property
+    def shutting_down(self) -> bool:
+        """From the start of close(): new messages and commands are no longer handled."""
+        return self._closing
 
     @property
     def memory(self) -> MemoryService:

@@ -5,19 +5,26 @@ from __future__ import annotations
 import re
 
 DISCORD_LIMIT = 2000
-_FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$")
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$", re.M)
 
 
-def _open_fence(text: str) -> str | None:
-    """The opening line of a code fence left open at the end of `text`, if any (e.g. "```python")."""
-    opened: str | None = None
+def _open_fence(text: str) -> tuple[str, str] | None:
+    """The fence left open at the end of `text`, as (marker, info), e.g. ("```", "python"), if any.
+
+    As in CommonMark: a fence closes only with a bare line of the same character at least as long
+    (so "```" inside a "````" block is content), and a backtick line with more backticks after the
+    marker ("```x```") is inline code, not a fence.
+    """
+    opened: tuple[str, str] | None = None
     for line in text.split("\n"):
         match = _FENCE.match(line)
         if not match:
             continue
+        marker, info = match.group(2), match.group(3).strip()
         if opened is None:
-            opened = match.group(2) + match.group(3).strip()
-        elif match.group(2).startswith(opened[:3]) and not match.group(3).strip():
+            if not (marker[0] == "`" and "`" in info):
+                opened = (marker, info)
+        elif marker[0] == opened[0][0] and len(marker) >= len(opened[0]) and not info:
             opened = None
     return opened
 
@@ -41,6 +48,8 @@ def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
     text = text.strip()
     if not text:
         return []
+    # Room for the longest closing fence this text could need ("\n" + marker).
+    reserve = 1 + max((len(m.group(2)) for m in _FENCE.finditer(text)), default=3)
     parts: list[str] = []
     reopen = ""
     while text:
@@ -48,14 +57,14 @@ def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
         if len(text) <= available:
             parts.append(reopen + text)
             break
-        # Leave room for a closing fence if this part might end inside one.
-        cut = _cut(text, available - 4)
+        cut = _cut(text, available - reserve)
         head, text = text[:cut].rstrip("\n "), text[cut:].lstrip("\n")
         part = reopen + head
         fence = _open_fence(part)
         if fence is not None:
-            part += "\n```"
-            reopen = fence + "\n"
+            marker, info = fence
+            part += "\n" + marker
+            reopen = marker + info + "\n"
         else:
             reopen = ""
         parts.append(part)

@@ -36,3 +36,22 @@ def test_code_fences_are_closed_and_reopened() -> None:
 def test_a_word_longer_than_the_limit_is_cut_hard() -> None:
     parts = split_message("x" * 4500)
     assert [len(p) for p in parts] == [1996, 1996, 508]
+
+
+def test_inline_triple_backticks_on_one_line_are_not_a_fence() -> None:
+    text = "```pip install x``` installs it.\n\n" + "More words here. " * 200
+    parts = split_message(text)
+    assert len(parts) == 2
+    assert not parts[0].endswith("```") and not parts[1].startswith("```")
+    assert " ".join(parts).replace("\n", " ").split() == text.split()
+
+
+def test_a_four_backtick_fence_holding_three_backtick_lines_stays_one_block() -> None:
+    inner = "\n".join(["```python", *(f"print({i})  # inside a markdown example" for i in range(120)), "```"])
+    text = "Markdown example:\n\n````markdown\n" + inner + "\n````\n\nDone."
+    parts = split_message(text)
+    assert len(parts) >= 2 and all(len(p) <= 2000 for p in parts)
+    assert parts[0].endswith("\n````")
+    assert all(p.startswith("````markdown\n") for p in parts[1:])
+    for part in parts:  # every part opens and closes its 4-backtick block
+        assert sum(1 for line in part.split("\n") if line.startswith("````")) % 2 == 0, part[-80:]

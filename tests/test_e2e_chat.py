@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY
 from tests.e2e import World, eventually, world
 from tests.fake_brain import system_text
@@ -322,3 +323,37 @@ async def test_a_recall_that_hangs_gives_way_to_an_answer_without_memory(
         assert w.bot.memory.recall_failures == 1
         typing = [r for r in w.discord.requests if r.method == "POST" and r.path.endswith("/typing")]
         assert typing and typing[0].at < started + 0.5  # people see the bot typing while it remembers
+
+
+async def test_a_reply_discord_refuses_is_logged_for_admins_and_the_bot_keeps_going(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.discord.fail_route("POST", rf"/channels/{w.general}/messages$", 403, count=1)
+        await w.discord.send_message(w.general, w.bob, "hey bot, how are you?", mention_bot=True)
+        entry = await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Could not send a reply" in m["content"], timeout=10
+        )
+        assert "403" in entry["content"]
+        assert len(w.gemini.of_kind("stream")) == 1  # one chat request, not retried into the refusal
+        await w.discord.send_message(w.general, w.bob, "still there?", mention_bot=True)
+        answer = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert answer["content"] == "Nice to hear from you!"
+
+
+async def test_while_shutting_down_messages_and_commands_are_turned_away_politely(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.bot._closing = True  # what close() sets first
+        try:
+            await w.discord.send_message(w.general, w.bob, "I live in Oslo", mention_bot=True)
+            inter = await w.discord.invoke_command(w.bob, "memory", channel_id=w.general, subcommand="status")
+            body = await inter.wait_response()
+            assert body["data"]["content"] == RESTARTING and body["data"]["flags"] & 64
+            await asyncio.sleep(0.5)
+            assert w.chat_requests() == []
+            await w.bot.memory.capture_buffer.wait_written()
+            assert w.bot.memory.store.sync.conn.execute(
+                "SELECT count(*) FROM pending_messages"
+            ).fetchone() == (0,)
+        finally:
+            w.bot._closing = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -71,13 +72,15 @@ class Chat(commands.Cog):
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
+        if self.bot.shutting_down:  # memory is closing; a reply now could not remember or be remembered
+            return
         captured = self.capture(message)
         if await self.should_reply(message):
             await self.reply(message, remember=captured)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if "content" not in payload.data:
+        if "content" not in payload.data or self.bot.shutting_down:
             return
         if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
             await self.bot.memory.message_deleted(payload.message_id)
@@ -86,10 +89,18 @@ class Chat(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if self.bot.shutting_down:
+            log.warning("message %s was deleted during shutdown; its facts stay", payload.message_id)
+            return
         await self.bot.memory.message_deleted(payload.message_id)
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        if self.bot.shutting_down:
+            log.warning(
+                "%d messages were deleted during shutdown; their facts stay", len(payload.message_ids)
+            )
+            return
         for message_id in payload.message_ids:
             await self.bot.memory.message_deleted(message_id)
 
@@ -222,11 +233,13 @@ class Chat(commands.Cog):
             async with message.channel.typing():
                 messages = await self.conversation(message)
                 system = await self.system_instruction(message, messages)
-                async for delta in self.bot.gemini.chat_stream(system=system, turns=self.turns(messages)):
-                    text += delta
-                    if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
-                        await self.show(message, sent, text, remember=remember)
-                        last_sync = time.monotonic()
+                stream = self.bot.gemini.chat_stream(system=system, turns=self.turns(messages))
+                async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
+                    async for delta in stream:
+                        text += delta
+                        if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
+                            await self.show(message, sent, text, remember=remember)
+                            last_sync = time.monotonic()
             if not text.strip():
                 raise GeminiError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
@@ -242,6 +255,13 @@ class Chat(commands.Cog):
                     message.guild.id, f"Chat reply failed in <#{message.channel.id}>: {exc}"
                 )
             await self.replace_with(message, sent, FAILED_REPLY)
+        except discord.HTTPException as exc:  # missing permissions, the trigger deleted meanwhile, ...
+            log.warning("could not send a reply in channel %s: %s", message.channel.id, exc)
+            if message.guild is not None:
+                self.bot.admin_log.post(
+                    message.guild.id,
+                    f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
+                )
 
     async def show(
         self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool
