@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.memory.db import DatabaseError
+from bot.llm.gemini import GeminiError
+from bot.memory.db import DatabaseError, describe_error, sqlite_errors
+from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import NewFact, valid_scope
 from bot.memory.recall import Participant
 from bot.memory.store import Store
@@ -36,15 +40,39 @@ class CliError(Exception):
         self.lines = list(lines)
 
 
+def is_discord_id(text: str) -> bool:
+    """Discord ids are ASCII digits; str.isdigit alone also accepts '²' or Arabic-Indic digits."""
+    return text.isascii() and text.isdigit()
+
+
+def is_scope(text: str) -> bool:
+    return valid_scope(text) and text.isascii()
+
+
 def _scope(text: str) -> str:
-    if not valid_scope(text):
+    if not is_scope(text):
         raise argparse.ArgumentTypeError(f"invalid scope {text!r}: expected guild:<id> or dm")
     return text
 
 
+def _user(text: str) -> str:
+    if not is_discord_id(text):
+        raise argparse.ArgumentTypeError(f"invalid user id {text!r}: expected a Discord user id (digits)")
+    return text
+
+
+def _positive(text: str) -> int:
+    """A count or id: 0, negatives and '١' are usage errors rather than silently clamped or accepted."""
+    if not is_discord_id(text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot", description="A Discord bot with long-term memory.")
-    parser.add_argument("--env-file", default=".env", help="settings file to read (default: .env)")
+    parser.add_argument(
+        "--env-file", help="settings file to read; it must exist (default: .env, when there is one)"
+    )
     sub = parser.add_subparsers(dest="command")
 
     sub.add_parser("run", help="connect to Discord and run the bot (the default)")
@@ -52,49 +80,76 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="show effective settings and check the database")
     check.add_argument("--json", action="store_true")
 
-    facts = sub.add_parser("facts", help="list, forget or import facts").add_subparsers(dest="facts_command")
+    facts = sub.add_parser("facts", help="list, forget or import facts").add_subparsers(
+        dest="facts_command", required=True, metavar="{list,forget,import}"
+    )
     flist = facts.add_parser("list", help="a person's facts in one scope")
     flist.add_argument("--scope", required=True, type=_scope)
-    flist.add_argument("--user", required=True)
+    flist.add_argument("--user", required=True, type=_user)
     flist.add_argument("--all-statuses", action="store_true", help="include merged and invalidated facts")
     flist.add_argument("--json", action="store_true")
     fforget = facts.add_parser("forget", help="hard-delete one fact or all of a person's facts in a scope")
     fforget.add_argument("--scope", required=True, type=_scope)
-    fforget.add_argument("--user", required=True)
+    fforget.add_argument("--user", required=True, type=_user)
     which = fforget.add_mutually_exclusive_group(required=True)
-    which.add_argument("--id", type=int, dest="fact_id")
+    which.add_argument("--id", type=_positive, dest="fact_id")
     which.add_argument("--all", action="store_true")
     fforget.add_argument("--json", action="store_true")
-    fimport = facts.add_parser("import", help="import facts from a JSONL file")
+    fimport = facts.add_parser(
+        "import",
+        help="import facts from a JSONL file",
+        description=(
+            'One {"scope", "user_id", "text", "user_name"?} object per line, UTF-8. Lines that are not such '
+            f"an object, or whose text is longer than {MAX_FACT_CHARS} characters, are reported by line "
+            "number and not imported (split long facts); the other lines are. A fact the person already has "
+            "in that scope (same text, ignoring case), or one of a person who opted out there, is skipped "
+            "and counted, so running the same file again after a failure imports only what is missing."
+        ),
+    )
     fimport.add_argument("file", type=Path)
     fimport.add_argument("--consolidate", action="store_true", help="run them through consolidation")
     fimport.add_argument("--json", action="store_true")
 
     recall = sub.add_parser("recall", help="what the bot would recall for a query")
     recall.add_argument("--scope", type=_scope)
-    recall.add_argument("--user", action="append", dest="users", default=[])
+    recall.add_argument("--user", action="append", dest="users", default=[], type=_user)
     recall.add_argument("--query")
     recall.add_argument(
         "--queries", type=Path, help="JSONL of {scope, user_ids, query}; one JSON line out each"
     )
-    recall.add_argument("--limit", type=int, help="facts per person (default RECALL_FACTS_PER_PERSON)")
+    recall.add_argument("--limit", type=_positive, help="facts per person (default RECALL_FACTS_PER_PERSON)")
     recall.add_argument("--json", action="store_true")
 
     stats = sub.add_parser("stats", help="counts by status, people, pending messages")
     stats.add_argument("--json", action="store_true")
 
     reembed = sub.add_parser("reembed", help="re-embed every fact with the configured embedding model")
-    reembed.add_argument("--batch", type=int, default=100)
+    reembed.add_argument("--batch", type=_positive, default=100)
     reembed.add_argument("--json", action="store_true")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; output piped into a reader that stops early (`| head`) ends it quietly."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try, so a closed pipe is noticed here and not at exit
+    except BrokenPipeError:
+        # The standard recipe: point stdout at devnull so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PROBLEM
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "run"
     try:
-        settings = load_settings(dotenv_path=args.env_file)
+        settings = load_settings(
+            dotenv_path=args.env_file or ".env", dotenv_required=args.env_file is not None
+        )
     except ConfigError as exc:
         return _report(exc.problems)
     # The bot logs to stdout (what hosts collect); operator commands keep stdout for their output.
@@ -104,30 +159,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        if command == "run":
-            from bot.runner import run_bot
-
-            return run_bot(settings)
-        if command == "check":
-            return cmd_check(settings, args)
-        if command == "facts":
-            if args.facts_command is None:
-                parser.parse_args(["facts", "--help"])
-            return asyncio.run(cmd_facts(settings, args))
-        if command == "recall":
-            return asyncio.run(cmd_recall(settings, args))
-        if command == "stats":
-            return cmd_stats(settings, args)
-        if command == "reembed":
-            return asyncio.run(cmd_reembed(settings, args))
+        return _dispatch(command, settings, args)
     except CliError as exc:
         return _report(exc.lines)
-    except DatabaseError as exc:
-        return _report([str(exc)])
+    except (GeminiError, DatabaseError, *sqlite_errors()) as exc:
+        return _report([failure_line(settings, exc)])
     except KeyboardInterrupt:
         return 130
-    parser.error(f"unknown command {command}")
-    return EXIT_USAGE
+
+
+def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int:
+    if command == "run":
+        from bot.runner import run_bot
+
+        return run_bot(settings)
+    if command == "check":
+        return cmd_check(settings, args)
+    if command == "facts":
+        return asyncio.run(cmd_facts(settings, args))
+    if command == "recall":
+        return asyncio.run(cmd_recall(settings, args))
+    if command == "stats":
+        return cmd_stats(settings, args)
+    return asyncio.run(cmd_reembed(settings, args))
+
+
+def failure_line(settings: Settings, exc: BaseException) -> str:
+    """One line for a Gemini or database failure, naming which of the two failed."""
+    if isinstance(exc, GeminiError):
+        return f"Gemini: {exc}"
+    path = str(settings.database_path)
+    text = str(exc) if isinstance(exc, DatabaseError) else describe_error(path, exc)
+    return text if path in text else f"database {path}: {text}"
 
 
 def _report(lines: list[str]) -> int:
@@ -144,7 +207,14 @@ def _emit(args: argparse.Namespace, data: Any, human: Iterator[str] | list[str])
             print(line)
 
 
+def require_database(settings: Settings) -> None:
+    """Commands that only read (or delete) must not leave an empty database behind a mistyped path."""
+    if not settings.database_path.exists():
+        raise CliError(f"no database at {settings.database_path} (run the bot or facts import first)")
+
+
 def _open_store(settings: Settings) -> Store:
+    require_database(settings)
     return Store.open(
         settings.database_path,
         embedding_model=settings.embedding_model,
@@ -159,14 +229,19 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     problems = settings.missing("discord_token", "gemini_api_key")
     database: dict[str, Any] = {"path": str(settings.database_path)}
     try:
-        store = _open_store(settings)
+        store = Store.open(  # check creates the database on a first run, as the bot would
+            settings.database_path,
+            embedding_model=settings.embedding_model,
+            dimensions=settings.embedding_dimensions,
+        )
         try:
             database.update(store.health(), ok=True)
         finally:
             store.close()
-    except DatabaseError as exc:
-        database.update(ok=False, error=str(exc))
-        problems.append(f"database {settings.database_path}: {exc}")
+    except (DatabaseError, *sqlite_errors()) as exc:
+        problem = failure_line(settings, exc)
+        database.update(ok=False, error=problem)
+        problems.append(problem)
     report = {"ok": not problems, "settings": settings.masked(), "database": database, "problems": problems}
     human = [f"{k} = {v}" for k, v in report["settings"].items()]
     if database.get("ok"):
@@ -215,79 +290,176 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
-    """(line number, object) for each non-blank line, or (line number, error) for a line that is not one."""
+    """(line number, object) for each non-blank line, or (line number, error) for a line that is not one.
+
+    Lines are decoded one by one, so a single undecodable line is reported instead of spoiling the file.
+    """
     try:
-        handle = path.open(encoding="utf-8", errors="replace")
+        handle = path.open("rb")
     except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from exc
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                yield number, ValueError(f"not JSON: {exc}")
-                continue
-            yield number, item if isinstance(item, dict) else ValueError("expected a JSON object")
+            if number == 1 and raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                raise CliError(f"{path} is UTF-16 text; save it as UTF-8")
+            item = parse_line(raw, first=number == 1)
+            if item is not None:
+                yield number, item
+
+
+def parse_line(raw: bytes, *, first: bool = False) -> dict[str, Any] | ValueError | None:
+    """One JSONL line as an object, a ValueError saying why it is not one, or None when it is blank."""
+    try:
+        text = raw.decode("utf-8-sig" if first else "utf-8")  # a BOM is what Windows editors write
+    except UnicodeDecodeError as exc:
+        return ValueError(f"not UTF-8 text (undecodable byte at column {exc.start + 1})")
+    if not text.strip():
+        return None
+    try:
+        item = json.loads(text)
+    except RecursionError:
+        return ValueError("not JSON: nested too deeply")
+    except json.JSONDecodeError as exc:
+        return ValueError(f"not JSON: {exc}")
+    except ValueError:  # an integer longer than Python agrees to convert (4300 digits)
+        return ValueError("not JSON: a number too long to read")
+    return item if isinstance(item, dict) else ValueError("expected a JSON object")
 
 
 def _scope_field(item: dict[str, Any]) -> str:
     scope = item.get("scope")
-    if not isinstance(scope, str) or not valid_scope(scope):
+    if not isinstance(scope, str) or not is_scope(scope):
         raise ValueError("'scope' must be guild:<id> or dm")
     return scope
 
 
-def read_import_lines(path: Path) -> tuple[list[NewFact], list[str]]:
-    """Parse a JSONL import file; bad lines are reported by number and the good ones kept."""
-    facts: list[NewFact] = []
+def _user_field(value: Any, name: str = "user_id") -> str:
+    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if not is_discord_id(text):
+        raise ValueError(f"'{name}' must be a Discord user id (digits, as a string or a number)")
+    return text
+
+
+def _text_field(item: dict[str, Any]) -> str:
+    raw = item.get("text")
+    if not isinstance(raw, str) or not worth_reading(raw):
+        raise ValueError("'text' must be a non-empty string")
+    text = clean(raw, len(raw))
+    if len(text) > MAX_FACT_CHARS:
+        raise ValueError(f"'text' is {len(text)} characters, over the {MAX_FACT_CHARS} a fact may have")
+    return text
+
+
+def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]:
+    """Parse a JSONL import file into (line number, fact); bad lines are reported by number, good ones kept."""
+    facts: list[tuple[int, NewFact]] = []
     problems: list[str] = []
     for number, item in jsonl_objects(path):
         try:
             if isinstance(item, ValueError):
                 raise item
-            scope, user_id, text = _scope_field(item), item.get("user_id"), item.get("text")
-            if isinstance(user_id, bool) or not isinstance(user_id, str | int) or not str(user_id).strip():
-                raise ValueError("'user_id' must be a non-empty string or number")
-            if not isinstance(text, str) or not worth_reading(text):
-                raise ValueError("'text' must be a non-empty string")
+            scope, user_id, text = _scope_field(item), _user_field(item.get("user_id")), _text_field(item)
             name = item.get("user_name")
-            facts.append(
-                NewFact(scope, str(user_id).strip(), str(name) if name else "", clean(text, 500), [])
-            )
+            name = clean(str(name)) if isinstance(name, str | int) and not isinstance(name, bool) else ""
+            facts.append((number, NewFact(scope, user_id, name, text, [])))
         except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
     return facts, problems
 
 
+@dataclass
+class ImportReport:
+    """What an import did, line by line where it matters, so a partial import is never a mystery."""
+
+    read: int
+    bad_lines: list[str]
+    imported: int = 0
+    duplicate_lines: list[int] = field(default_factory=list)
+    opted_out_lines: list[int] = field(default_factory=list)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "imported": self.imported,
+            "read": self.read,
+            "skipped_duplicates": len(self.duplicate_lines),
+            "skipped_opted_out": len(self.opted_out_lines),
+            "duplicate_lines": self.duplicate_lines,
+            "opted_out_lines": self.opted_out_lines,
+            "bad_lines": self.bad_lines,
+            "error": self.error,
+        }
+
+    def summary(self) -> str:
+        parts = [f"imported {self.imported} of {self.read} facts"]
+        if self.error:
+            parts[0] += " before the failure (run the same import again: facts already stored are skipped)"
+        if self.duplicate_lines:
+            parts.append(f"skipped {len(self.duplicate_lines)} duplicate(s)")
+        if self.opted_out_lines:
+            parts.append(f"skipped {len(self.opted_out_lines)} of people who opted out")
+        if self.bad_lines:
+            parts.append(f"{len(self.bad_lines)} bad line(s)")
+        return "; ".join(parts)
+
+
 async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
-    facts, problems = read_import_lines(args.file)
+    lines, problems = read_import_lines(args.file)
+    for line in problems:  # at once: nothing that fails later can lose them
+        print(f"error: {line}", file=sys.stderr, flush=True)
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing, "facts import embeds every fact with Gemini")
     from bot.memory.service import MemoryService
 
+    report = ImportReport(read=len(lines), bad_lines=problems)
     service = await MemoryService.open(settings)
-    imported = 0
     try:
-        for start in range(0, len(facts), IMPORT_BATCH):
-            batch = facts[start : start + IMPORT_BATCH]
-            result = await service.import_facts(batch, consolidate=args.consolidate)
-            imported += result if isinstance(result, int) else len(result)
+        fresh = await _not_yet_known(service, lines, report)
+        await _import_batches(service, fresh, args.consolidate, report)
+    except (GeminiError, DatabaseError, *sqlite_errors()) as exc:
+        report.error = failure_line(settings, exc)
     finally:
         await service.close()
-    for line in problems:
-        print(f"error: {line}", file=sys.stderr)
-    _emit(
-        args,
-        {"imported": imported, "read": len(facts), "bad_lines": problems},
-        [
-            f"imported {imported} of {len(facts)} facts"
-            + (f"; {len(problems)} bad line(s)" if problems else "")
-        ],
-    )
-    return EXIT_PROBLEM if problems else 0
+    _emit(args, report.as_json(), [report.summary()])
+    if report.error:
+        print(f"error: {report.error}", file=sys.stderr)
+    return EXIT_PROBLEM if problems or report.error else 0
+
+
+async def _not_yet_known(
+    service: Any, lines: list[tuple[int, NewFact]], report: ImportReport
+) -> list[NewFact]:
+    """The facts to import: without those already held (or repeated in the file) and of opted-out people."""
+    opted_out = await service.store.call(Store.opted_out)
+    texts: dict[tuple[str, str], list[str]] = {}
+    for _, fact in lines:
+        texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
+    known: dict[tuple[str, str], set[str]] = {}
+    for owner, owned in texts.items():
+        if owner not in opted_out:
+            known[owner] = set(await service.store.call(Store.facts_by_text, *owner, owned))
+    fresh: list[NewFact] = []
+    for number, fact in lines:
+        owner, key = (fact.scope, fact.user_id), fact.text.casefold()
+        if owner in opted_out:
+            report.opted_out_lines.append(number)
+        elif key in known[owner]:
+            report.duplicate_lines.append(number)
+        else:
+            known[owner].add(key)
+            fresh.append(fact)
+    return fresh
+
+
+async def _import_batches(
+    service: Any, facts: list[NewFact], consolidate: bool, report: ImportReport
+) -> None:
+    """Import in batches; each batch is stored in one transaction, so `report.imported` is what landed."""
+    for start in range(0, len(facts), IMPORT_BATCH):
+        result = await service.import_facts(facts[start : start + IMPORT_BATCH], consolidate=consolidate)
+        report.imported += result if isinstance(result, int) else len(result)
+        logging.getLogger(__name__).debug("imported %d of %d new facts", report.imported, len(facts))
 
 
 # ---- recall -------------------------------------------------------------------------------------------
@@ -296,29 +468,26 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     if args.queries is None and not (args.scope and args.users and args.query is not None):
         raise CliError("recall needs --scope, at least one --user and --query, or --queries FILE.jsonl")
+    require_database(settings)
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing, "recall embeds the query with Gemini")
     if args.limit is not None:
-        from dataclasses import replace
-
-        settings = replace(settings, recall_facts_per_person=max(1, args.limit))
+        settings = replace(settings, recall_facts_per_person=args.limit)
     from bot.memory.service import MemoryService
 
     service = await MemoryService.open(settings)
-    problems: list[str] = []
+    bad_lines = 0
     try:
         await service.reload_caches()
         if args.queries is None:
             answer = await _recall_one(service, args.scope, args.users, args.query)
             _emit(args, answer, _recall_lines(answer))
         else:
-            problems = await _recall_file(service, args.queries)
+            bad_lines = await _recall_file(service, args.queries)
     finally:
         await service.close()
-    for line in problems:
-        print(f"error: {line}", file=sys.stderr)
-    return EXIT_PROBLEM if problems else 0
+    return EXIT_PROBLEM if bad_lines else 0
 
 
 async def _recall_one(service: Any, scope: str, users: list[str], query: str) -> dict[str, Any]:
@@ -359,8 +528,9 @@ def _recall_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
-async def _recall_file(service: Any, path: Path) -> list[str]:
-    problems: list[str] = []
+async def _recall_file(service: Any, path: Path) -> int:
+    """Answer each line as it comes; a bad line is reported at once, so a later failure cannot hide it."""
+    bad_lines = 0
     for number, item in jsonl_objects(path):
         try:
             if isinstance(item, ValueError):
@@ -368,16 +538,18 @@ async def _recall_file(service: Any, path: Path) -> list[str]:
             scope, users, query = _scope_field(item), item.get("user_ids"), item.get("query")
             if not isinstance(users, list) or not users:
                 raise ValueError("'user_ids' must be a non-empty list")
+            users = [_user_field(u, "user_ids") for u in users]
             if not isinstance(query, str):
                 raise ValueError("'query' must be a string")
         except ValueError as exc:
-            problems.append(f"{path}:{number}: {exc}")
-            print(json.dumps({"line": number, "error": str(exc)}))
+            bad_lines += 1
+            print(f"error: {path}:{number}: {exc}", file=sys.stderr, flush=True)
+            print(json.dumps({"line": number, "error": str(exc)}), flush=True)
             continue
-        answer = await _recall_one(service, scope, [str(u) for u in users], query)
+        answer = await _recall_one(service, scope, users, query)
         answer["line"] = number
         print(json.dumps(answer, ensure_ascii=False), flush=True)
-    return problems
+    return bad_lines
 
 
 # ---- stats and reembed ----------------------------------------------------------------------------------
@@ -407,6 +579,7 @@ def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
 
 async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
     """Re-embed every fact with the configured model, in batches; safe to interrupt and run again."""
+    require_database(settings)
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing)
@@ -422,13 +595,21 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
     done = 0
     try:
         after = store.begin_reembed(settings.embedding_model, settings.embedding_dimensions)
-        while batch := store.facts_to_reembed(after, max(1, args.batch)):
+        while batch := store.facts_to_reembed(after, args.batch):
             vectors = await client.embed([text for _, text in batch], "document")
             store.store_reembedded([(fid, vec) for (fid, _), vec in zip(batch, vectors, strict=True)])
             after = batch[-1][0]
             done += len(batch)
             logging.getLogger(__name__).info("re-embedded %d facts (up to #%d)", done, after)
         store.finish_reembed(settings.embedding_model, settings.embedding_dimensions)
+    except GeminiError as exc:
+        # Progress is saved per batch: say what landed, and that running again carries on from there.
+        _emit(
+            args,
+            {"reembedded": done, "model": settings.embedding_model, "error": failure_line(settings, exc)},
+            [f"re-embedded {done} facts before the failure; run `python -m bot reembed` again to continue"],
+        )
+        raise
     finally:
         await client.aclose()
         store.close()

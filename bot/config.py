@@ -129,6 +129,11 @@ def _url(raw: str) -> str:
     return raw.rstrip("/")
 
 
+def _path(raw: str) -> Path:
+    """A file path; `~` is expanded, as a shell would, since .env files and hosts do not do it."""
+    return Path(raw).expanduser()
+
+
 def _log_level(raw: str) -> str:
     level = raw.upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -140,7 +145,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
     "gemini_max_retries": (lambda r: max(0, int(r)), "a whole number of retries such as 4"),
-    "database_path": (Path, "a file path"),
+    "database_path": (_path, "a file path"),
     "memory_flush_quiet_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "memory_flush_max_messages": (_positive_int, "a positive integer such as 50"),
     "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
@@ -162,17 +167,19 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
 
 
 def load_settings(
-    env: Mapping[str, str] | None = None, *, dotenv_path: str | Path | None = ".env"
+    env: Mapping[str, str] | None = None,
+    *,
+    dotenv_path: str | Path | None = ".env",
+    dotenv_required: bool = False,
 ) -> Settings:
     """Read settings from `env` (default: the process environment, after loading `.env` if present).
 
-    Values already in the environment win over `.env`. Raises ConfigError listing every bad value.
+    Values already in the environment win over `.env`. A missing `dotenv_path` is fine unless
+    `dotenv_required` (a file the user named). Raises ConfigError listing every bad value.
     """
     if env is None:
-        if dotenv_path is not None and Path(dotenv_path).is_file():
-            from dotenv import load_dotenv
-
-            load_dotenv(dotenv_path, override=False)
+        if dotenv_path is not None:
+            _load_dotenv(Path(dotenv_path).expanduser(), required=dotenv_required)
         env = os.environ
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -193,3 +200,17 @@ def load_settings(
     if problems:
         raise ConfigError(problems)
     return Settings(**values)
+
+
+def _load_dotenv(path: Path, *, required: bool) -> None:
+    """Load a .env file into the environment; a file the user named but that cannot be read is an error."""
+    if not path.is_file():
+        if required:
+            raise ConfigError([f"settings file {path} does not exist (or is not a file)"])
+        return
+    from dotenv import load_dotenv
+
+    try:
+        load_dotenv(path, override=False)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"cannot read settings file {path}: {exc}"]) from exc

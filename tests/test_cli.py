@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,20 +17,24 @@ from tests.gemini_standin import GeminiStandIn
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def run_cli(*args: str, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+async def run_cli(
+    *args: str, env: dict[str, str], cwd: Path, prefix: Sequence[str] = (), stdout: int | None = None
+) -> tuple[int, str, str]:
+    """Run `python -m bot args...` (after `prefix`, e.g. setpriv); `stdout` replaces the captured pipe."""
     proc = await asyncio.create_subprocess_exec(
+        *prefix,
         sys.executable,
         "-m",
         "bot",
         *args,
         cwd=cwd,
         env=env,
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE if stdout is None else stdout,
         stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return proc.returncode, (out or b"").decode(), err.decode()
 
 
 def clean_env(**extra: str) -> dict[str, str]:

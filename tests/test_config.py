@@ -87,3 +87,24 @@ def test_proxy_urls_are_applied_and_a_bare_host_gets_the_api_path() -> None:
         assert discord.http.Route.BASE == "https://proxy.example/api/v10"
     finally:
         discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_base, old_gateway
+
+
+def test_a_tilde_in_database_path_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    s = load_settings({"DATABASE_PATH": "~/bot/memory.sqlite3"})
+    assert s.database_path == tmp_path / "bot" / "memory.sqlite3"
+
+
+def test_a_named_dotenv_file_must_exist_but_the_default_may_be_missing(tmp_path: Path) -> None:
+    load_settings(dotenv_path=tmp_path / ".env")  # no .env: fine
+    with pytest.raises(ConfigError) as err:
+        load_settings(dotenv_path=tmp_path / "prod.env", dotenv_required=True)
+    assert err.value.problems == [f"settings file {tmp_path / 'prod.env'} does not exist (or is not a file)"]
+
+
+def test_an_unreadable_dotenv_file_is_a_config_error(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_bytes(b"BOT_PERSONA=caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError) as err:
+        load_settings(dotenv_path=env_file)
+    assert err.value.problems[0].startswith(f"cannot read settings file {env_file}: ")

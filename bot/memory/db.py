@@ -7,6 +7,7 @@ Many Python builds (this project's CI among them) lack `sqlite3.Connection.enabl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 from pathlib import Path
@@ -33,18 +34,57 @@ def _driver() -> ModuleType:
         ) from None
 
 
+def sqlite_errors() -> tuple[type[Exception], ...]:
+    """The error base classes of the SQLite drivers in use, for callers that report any database failure."""
+    errors: list[type[Exception]] = [sqlite3.Error]
+    with contextlib.suppress(ImportError):
+        import sqlean
+
+        errors.append(sqlean.Error)
+    return tuple(errors)
+
+
+def describe_error(path: Path | str, exc: BaseException) -> str:
+    """One line saying what is wrong with the database file and what to do, instead of SQLite's terse text."""
+    message = str(exc)
+    lowered = message.lower()
+    if "not a database" in lowered:
+        return f"{path} is not an SQLite database (check DATABASE_PATH)"
+    if "readonly" in lowered or "read-only" in lowered:
+        return f"database {path} is read-only: the bot needs write access to the file and its folder"
+    if "unable to open" in lowered:
+        return f"cannot open database {path}: check that it is a file the bot may create, read and write"
+    if "locked" in lowered:
+        return f"database {path} is locked by another process; try again when it has finished"
+    if "malformed" in lowered:
+        return f"database {path} is damaged ({message}); restore it from a backup"
+    return f"database {path}: {message}"
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(
+            f"cannot create the folder {path.parent} for database {path}: {exc.strerror or exc}"
+        ) from exc
+
+
 def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), with sqlite-vec loaded."""
+    """A connection in autocommit mode (transactions are explicit), with sqlite-vec loaded.
+
+    Every failure (no folder, not an SQLite file, read-only, locked) is a DatabaseError with a clear message.
+    """
     driver = _driver()
     if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(Path(path))
     target = f"file:{path}?mode=ro" if readonly else str(path)
     try:
         conn = driver.connect(
             target, uri=readonly, isolation_level=None, check_same_thread=False, timeout=30.0
         )
     except driver.Error as exc:
-        raise DatabaseError(f"cannot open database {path}: {exc}") from exc
+        raise DatabaseError(describe_error(path, exc)) from exc
     try:
         import sqlite_vec
 
@@ -54,10 +94,19 @@ def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
     except (ImportError, AttributeError, driver.Error) as exc:
         conn.close()
         raise DatabaseError(f"cannot load the sqlite-vec extension: {exc}") from exc
+    try:
+        _configure(conn, readonly=readonly)
+    except driver.Error as exc:
+        # The first statements are where SQLite notices a file that is not a database, or read-only.
+        conn.close()
+        raise DatabaseError(describe_error(path, exc)) from exc
+    return conn
+
+
+def _configure(conn: sqlite3.Connection, *, readonly: bool) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA busy_timeout = 30000")
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
