@@ -151,6 +151,8 @@ def _main(argv: Sequence[str] | None) -> int:
             dotenv_path=args.env_file or ".env", dotenv_required=args.env_file is not None
         )
     except ConfigError as exc:
+        if command == "check" and getattr(args, "json", False):  # scripts still get their JSON verdict
+            print(json.dumps({"ok": False, "settings": None, "database": None, "problems": exc.problems}))
         return _report(exc.problems)
     # The bot logs to stdout (what hosts collect); operator commands keep stdout for their output.
     logging.basicConfig(
@@ -493,7 +495,7 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 async def _recall_one(service: Any, scope: str, users: list[str], query: str) -> dict[str, Any]:
     names = await service.store.call(Store.user_names, scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
-    result = await service.recall(scope, people, query)
+    result = await service.recall(scope, people, query, count_retrievals=False)
     return {
         "scope": scope,
         "query": query,

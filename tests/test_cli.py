@@ -63,6 +63,17 @@ async def test_check_with_nothing_configured_names_both_secrets(tmp_path: Path) 
     assert "DISCORD_TOKEN is not set" in err and "GEMINI_API_KEY is not set" in err
 
 
+async def test_check_json_with_a_malformed_setting_still_prints_a_verdict(tmp_path: Path) -> None:
+    env = clean_env(DISCORD_TOKEN="t", GEMINI_API_KEY="k", EMBEDDING_DIMENSIONS="abc")
+    code, out, err = await run_cli("check", "--json", env=env, cwd=tmp_path)
+    report = json.loads(out)
+    assert code == 1 and report["ok"] is False
+    assert report["problems"] == [
+        "EMBEDDING_DIMENSIONS='abc' is not valid: expected a positive integer such as 768"
+    ]
+    assert "EMBEDDING_DIMENSIONS" in err
+
+
 async def test_check_with_dummy_values_reports_the_database_ok(tmp_path: Path) -> None:
     env = clean_env(
         DISCORD_TOKEN="dummy-discord-token-123456",
@@ -161,6 +172,8 @@ async def test_import_then_recall_returns_the_right_persons_facts_only(
     )
     own = {f["id"] for f in json.loads(out)}
     assert len(own) == 50 and set(ids) <= own
+    listed = {f["id"]: f["retrieval_count"] for f in json.loads(out)}
+    assert all(listed[i] == 0 for i in ids)  # looking with the CLI does not count as the bot using them
     assert all(f["text"].startswith("P3 enjoys climbing") for f in user["facts"])
     assert answer["block"].startswith("<background_facts>")
 
