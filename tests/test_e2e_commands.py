@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bot.client import RESTARTING
 from bot.cogs.errors import NEED_MANAGE_SERVER
 from bot.cogs.memory_commands import (
     NOT_YOURS,
@@ -546,3 +547,19 @@ async def test_commands_and_buttons_answer_in_time_while_the_database_is_busy(tm
         assert "12 facts" in await final_content(status)
         await stalled
         assert all(not r.errors for r in w.discord.interactions.values())
+
+
+async def test_buttons_pressed_during_shutdown_are_turned_away_and_change_nothing(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await seed(w, w.alpha, w.alice, [f"alice fact number {i}" for i in range(12)])
+        inter, question = await command(w, w.alice, "forget", w.alpha, subcommand="all")
+        assert "12 facts" in question["content"]
+        page = inter.original_message_id
+        assert page is not None
+        w.bot._closing = True  # what close() sets first
+        try:
+            body = await click(w, w.alice, page, "forget:confirm")
+            assert body["data"]["content"] == RESTARTING and body["data"]["flags"] & EPHEMERAL
+        finally:
+            w.bot._closing = False
+        assert count_facts(w, w.alpha, w.alice) == 12

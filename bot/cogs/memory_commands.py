@@ -15,7 +15,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import plural
-from bot.client import MemoryBot
+from bot.client import RESTARTING, MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
 from bot.memory.models import Fact, guild_scope
@@ -98,6 +98,9 @@ class OwnedView(discord.ui.View):
         self.owner_id = origin.user.id
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if getattr(interaction.client, "shutting_down", False):  # the database may already be closed
+            await interaction.response.send_message(RESTARTING, ephemeral=True)
+            return False
         if interaction.user.id == self.owner_id:
             return True
         await interaction.response.send_message(NOT_YOURS, ephemeral=True)
