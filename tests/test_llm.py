@@ -12,10 +12,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from pydantic import BaseModel
 
 from bot.config import Settings
 from bot.llm import ChatTurn, GeminiClient, GeminiError, GeminiRefusal, Purpose
+from bot.llm.prompts import ConsolidationResult, ExtractionResult
 from tests.gemini_standin import GeminiStandIn, hashed_embedding
 
 API_KEY = "test-key-0123456789abcdef"
@@ -464,3 +466,70 @@ async def test_a_reader_may_stop_early(standin: GeminiStandIn, client: GeminiCli
     usage = client.usage.snapshot()["chat"]
     assert (usage["calls"], usage["errors"]) == (1, 0)
     assert usage["output_tokens"] > 0
+
+
+async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    """Numbers for ids, nulls for empty values, odd decision words, a fence after a sentence."""
+    standin.generate_handler = lambda body: (
+        "Here is the JSON you asked for:\n```json\n"
+        + json.dumps(
+            {
+                "facts": [
+                    {"user_id": 222, "text": "Bob keeps two cats", "source_message_ids": [111]},
+                    {"user_id": "222", "text": None},  # unusable: dropped, the rest stays
+                    {"user_id": "333", "text": "Carol rows", "source_message_ids": None, "extra": 1},
+                ]
+            }
+        )
+        + "\n```\nLet me know!"
+    )
+    extracted = await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=ExtractionResult)
+    assert [(f.user_id, f.text, f.source_message_ids) for f in extracted.facts] == [
+        ("222", "Bob keeps two cats", ["111"]),
+        ("333", "Carol rows", []),
+    ]
+
+    standin.generate_handler = lambda body: json.dumps(
+        {
+            "decisions": [
+                {"new_fact": 0, "decision": "invalidate", "target_fact_id": "fact-12", "reason": None},
+                {"new_fact": "1", "decision": " Merge ", "target_fact_id": 7, "merged_text": "x"},
+                {"new_fact": 2, "decision": "UPDATE"},
+                {"new_fact": None, "decision": "KEEP"},
+            ]
+        }
+    )
+    decided = await client.generate_json(
+        Purpose.CONSOLIDATE, system="s", prompt="p", schema=ConsolidationResult
+    )
+    assert [(d.new_fact, d.decision, d.target_fact_id) for d in decided.decisions] == [
+        (0, "INVALIDATE", 12),
+        (1, "MERGE", 7),
+        (2, "KEEP", None),
+    ]
+    assert len(standin.requests) == 2  # read at the first try
+
+
+async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: GeminiStandIn) -> None:
+    async def html_page(request: web.Request) -> web.Response:
+        return web.Response(text="<html>down for maintenance</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", html_page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    gemini = make_client(standin, base_url=f"http://127.0.0.1:{port}", max_retries=1)
+    try:
+        with pytest.raises(GeminiError) as raised:
+            await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+        assert raised.value.retryable and "unreadable answer" in str(raised.value)
+        with pytest.raises(GeminiError):
+            await gemini.embed(["hello"], "query")
+    finally:
+        await gemini.aclose()
+        await runner.cleanup()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import json
 import logging
 import math
 import random
@@ -90,8 +91,19 @@ class GeminiRefusal(GeminiError):
     """The model refused or was blocked for safety; asking again will not help."""
 
 
+class GeminiBadAnswer(GeminiError):
+    """Gemini answered, but not with what was asked (not JSON, off the schema) even after retries.
+
+    Unlike an outage this can be caused by the input itself, so the pipeline does not wait for it forever.
+    """
+
+
 class _MalformedAnswer(Exception):
     """The model answered 200 but not with the JSON we asked for; worth another try."""
+
+
+class _OffSchemaAnswer(_MalformedAnswer):
+    """A structured answer that does not fit its schema: a reply to this input, not an outage."""
 
 
 @dataclass
@@ -242,7 +254,7 @@ class GeminiClient:
             try:
                 return schema.model_validate_json(text)
             except pydantic.ValidationError as exc:
-                raise _MalformedAnswer(_describe_invalid(schema, text, exc)) from exc
+                raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
 
         return await self._with_retries(purpose, attempt)
 
@@ -449,8 +461,13 @@ class GeminiClient:
                 purpose=purpose,
                 retryable=True,
             )
-        if isinstance(exc, _MalformedAnswer | genai_errors.UnknownApiResponseError):
-            return GeminiError(self._scrub(str(exc)), purpose=purpose, retryable=True)
+        if isinstance(exc, _OffSchemaAnswer):
+            return GeminiBadAnswer(self._scrub(str(exc)), purpose=purpose, retryable=True)
+        if isinstance(exc, _MalformedAnswer | genai_errors.UnknownApiResponseError | json.JSONDecodeError):
+            # JSONDecodeError: a 200 whose body is not JSON at all (a proxy's HTML page, a cut-off answer),
+            # which says more about the endpoint than about this input: retried, and waited out.
+            text = str(exc) if isinstance(exc, _MalformedAnswer) else f"unreadable answer: {exc}"
+            return GeminiError(self._scrub(text), purpose=purpose, retryable=True)
         if isinstance(exc, aiohttp.ClientError | OSError) or type(exc).__module__.split(".")[0] in {
             "httpx",
             "httpx2",
@@ -540,12 +557,22 @@ def _describe_invalid(schema: type[pydantic.BaseModel], text: str, exc: pydantic
     return f"Gemini answered with JSON that does not fit {schema.__name__} ({where}: {first.get('msg', 'invalid')})"
 
 
+_FENCED = re.compile(r"```[A-Za-z]*\s*(.*?)\s*```", re.S)
+
+
 def _strip_fences(text: str) -> str:
+    """The JSON in a model's text: as it is, else inside a ``` fence, else from the first { to the last }.
+
+    Models asked for JSON sometimes add a fence or a sentence around it; the schema check comes after.
+    """
     stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        stripped = stripped.removesuffix("```").strip()
-    return stripped
+    if stripped.startswith(("{", "[")) or not stripped:
+        return stripped
+    fenced = _FENCED.search(stripped)
+    if fenced:
+        return fenced.group(1)
+    start, end = stripped.find("{"), stripped.rfind("}")
+    return stripped[start : end + 1] if 0 <= start < end else stripped
 
 
 def _normalised(values: Sequence[float]) -> list[float]:

@@ -7,15 +7,46 @@ the test stand-ins can recognise which task a request is for (`EXTRACT_TASK`, `C
 from __future__ import annotations
 
 import json
+import logging
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+log = logging.getLogger(__name__)
 
 EXTRACT_TASK = "TASK: extract-durable-facts"
 CONSOLIDATE_TASK = "TASK: consolidate-facts"
+DECISIONS = ("KEEP", "MERGE", "INVALIDATE", "DUPLICATE")
 
 
-class ExtractedFact(BaseModel):
+def valid_items(items: Any, model: type[BaseModel]) -> Any:
+    """The items that fit `model`: one malformed item must not cost the rest of the answer.
+
+    The schema Gemini is given stays strict; this is how its answers (or another endpoint's) are read.
+    """
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        return items  # not a list at all: let validation say so
+    kept = []
+    for item in items:
+        try:
+            kept.append(model.model_validate(item))
+        except ValidationError as exc:
+            log.info(
+                "dropped an item of the answer that does not fit %s: %s", model.__name__, exc.errors()[0]
+            )
+    return kept
+
+
+class _Lenient(BaseModel):
+    """Ids may come back as numbers, and empty values as null."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+
+class ExtractedFact(_Lenient):
     user_id: str = Field(
         description="id of the human speaker the fact is about; they must have said it themselves"
     )
@@ -27,12 +58,22 @@ class ExtractedFact(BaseModel):
     )
     valid_from: str | None = Field(default=None, description="ISO date the fact became true, if stated")
 
+    @field_validator("source_message_ids", mode="before")
+    @classmethod
+    def _no_sources(cls, value: Any) -> Any:
+        return [] if value is None else value
+
 
 class ExtractionResult(BaseModel):
     facts: list[ExtractedFact] = Field(default_factory=list)
 
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _fitting_facts(cls, value: Any) -> Any:
+        return valid_items(value, ExtractedFact)
 
-class ConsolidationDecision(BaseModel):
+
+class ConsolidationDecision(_Lenient):
     new_fact: int = Field(description="index of the new fact in the request")
     decision: Literal["KEEP", "MERGE", "INVALIDATE", "DUPLICATE"]
     target_fact_id: int | None = Field(
@@ -41,9 +82,35 @@ class ConsolidationDecision(BaseModel):
     merged_text: str | None = Field(default=None, description="for MERGE: one fact combining both")
     reason: str = ""
 
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _known_decision(cls, value: Any) -> Any:
+        """ "keep" or " Merge " count; a word we do not know (or none) keeps the fact, the safe default."""
+        word = str(value or "").strip().upper()
+        return word if word in DECISIONS else "KEEP"
+
+    @field_validator("target_fact_id", mode="before")
+    @classmethod
+    def _fact_id(cls, value: Any) -> Any:
+        """ "fact-12" or "#12" name fact 12; text without a number names none."""
+        if isinstance(value, str) and not value.strip().isdigit():
+            found = re.search(r"\d+", value)
+            return int(found.group(0)) if found else None
+        return value
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _no_reason(cls, value: Any) -> Any:
+        return "" if value is None else value
+
 
 class ConsolidationResult(BaseModel):
     decisions: list[ConsolidationDecision] = Field(default_factory=list)
+
+    @field_validator("decisions", mode="before")
+    @classmethod
+    def _fitting_decisions(cls, value: Any) -> Any:
+        return valid_items(value, ConsolidationDecision)
 
 
 EXTRACT_SYSTEM = f"""{EXTRACT_TASK}
