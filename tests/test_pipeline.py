@@ -161,6 +161,43 @@ async def test_merge_replaces_the_old_fact_with_the_merged_text(
     assert ("merged", old) in {(e["kind"], e["fact_id"]) for e in store.events(SCOPE, "alice")}
 
 
+async def test_decisions_land_on_the_right_fact_however_the_model_reads_new_fact(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    """A fact settled without Gemini must not shift the numbers: 'new_fact' is the position in the list."""
+    paris = await seed(service, "bob", "Bob lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Bob plays chess"] = angled(90)  # nothing similar: added without asking
+    embedder.vectors["Bob lives in Berlin"] = angled(20)
+    embedder.vectors["Bob likes Paris cafes"] = angled(25, towards=2)
+    llm.handlers[Purpose.EXTRACT] = facts_from(
+        ("bob", "Bob plays chess", ["m1"]),
+        ("bob", "Bob lives in Berlin", ["m1"]),
+        ("bob", "Bob likes Paris cafes", ["m1"]),
+    )
+    seen: list[Any] = []
+
+    def by_position(payload: dict[str, Any]) -> dict[str, Any]:
+        seen.append(payload)
+        verdict = {"Bob lives in Berlin": "INVALIDATE", "Bob likes Paris cafes": "KEEP"}
+        return {
+            "decisions": [
+                {"new_fact": position, "decision": verdict[item["text"]], "target_fact_id": paris}
+                for position, item in enumerate(payload["new_facts"])
+            ]
+        }
+
+    llm.handlers[Purpose.CONSOLIDATE] = by_position
+    await capture_and_flush(
+        service, msg("m1", "bob", "I play chess, moved to Berlin, still love Paris cafes")
+    )
+    assert [item["new_fact"] for item in seen[0]["new_facts"]] == [0, 1]
+    assert active_texts(service.store.sync, "bob") == [
+        "Bob likes Paris cafes",
+        "Bob lives in Berlin",
+        "Bob plays chess",
+    ]
+
+
 async def test_duplicate_adds_nothing_but_the_source(
     service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
 ) -> None:

@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Pending:
-    index: int
     fact: NewFact
     candidates: list[tuple[Fact, float]]
 
@@ -155,7 +154,7 @@ class Consolidator:
             if key not in exact:
                 texts = [f.text for f in facts if (f.scope, f.user_id) == key]
                 exact[key] = await self.store.call(Store.facts_by_text, fact.scope, fact.user_id, texts)
-        for index, fact in enumerate(facts):
+        for fact in facts:
             assert fact.embedding is not None
             same = exact[(fact.scope, fact.user_id)].get(fact.text.casefold())
             if same is not None:
@@ -176,41 +175,55 @@ class Consolidator:
                     Operation(Decision.DUPLICATE, fact, candidates[0][0].id, reason="near-identical")
                 )
             else:
-                pending.append(_Pending(index, fact, candidates))
+                pending.append(_Pending(fact, candidates))
         return operations, pending
 
-    def _batches(self, pending: list[_Pending]) -> list[list[dict[str, object]]]:
-        batches: list[list[dict[str, object]]] = [[]]
+    def _batches(self, pending: list[_Pending]) -> list[list[_Pending]]:
+        """Split the facts to decide so that no prompt passes the size bound."""
+        batches: list[list[_Pending]] = [[]]
         size = 0
         for p in pending:
-            item: dict[str, object] = {
-                "new_fact": p.index,
+            item_size = len(p.fact.text) + sum(len(f.text) + 40 for f, _ in p.candidates) + 80
+            if batches[-1] and size + item_size > self.prompt_char_budget:
+                batches.append([])
+                size = 0
+            batches[-1].append(p)
+            size += item_size
+        return batches
+
+    @staticmethod
+    def _items(batch: list[_Pending]) -> list[dict[str, object]]:
+        """The prompt's new facts, numbered 0..n-1 by their place in the list.
+
+        Numbering by position makes "new_fact" mean the same whether a model reads it as the number
+        given or as the item's index, so a decision can never land on another fact.
+        """
+        return [
+            {
+                "new_fact": position,
                 "person": p.fact.user_name,
                 "text": p.fact.text,
                 "candidates": [
                     {"id": f.id, "text": f.text, "recorded_at": f.recorded_at[:10]} for f, _ in p.candidates
                 ],
             }
-            item_size = len(str(item))
-            if batches[-1] and size + item_size > self.prompt_char_budget:
-                batches.append([])
-                size = 0
-            batches[-1].append(item)
-            size += item_size
-        return batches
+            for position, p in enumerate(batch)
+        ]
 
     async def _decide(self, pending: list[_Pending]) -> list[Operation]:
-        decisions: dict[int, ConsolidationDecision] = {}
+        operations: list[Operation] = []
         for batch in self._batches(pending):
             result = await self.llm.generate_json(
                 Purpose.CONSOLIDATE,
                 system=CONSOLIDATE_SYSTEM,
-                prompt=consolidation_prompt(batch),
+                prompt=consolidation_prompt(self._items(batch)),
                 schema=ConsolidationResult,
             )
+            decisions: dict[int, ConsolidationDecision] = {}
             for d in result.decisions:
                 decisions.setdefault(d.new_fact, d)
-        return [self._operation(p, decisions.get(p.index)) for p in pending]
+            operations += [self._operation(p, decisions.get(position)) for position, p in enumerate(batch)]
+        return operations
 
     @staticmethod
     def _operation(p: _Pending, d: ConsolidationDecision | None) -> Operation:
