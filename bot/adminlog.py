@@ -164,6 +164,15 @@ class AdminLog:
             if pending:
                 line += f" ({plural(int(pending), 'message')} kept for a retry)"
             return line
+        if event.kind == "skipped":
+            count = plural(int(detail.get("messages", 0)), "message")
+            if detail.get("refused"):
+                return f"Skipped {count} that Gemini refused to read (safety or recitation); the rest was learned."
+            secret = getattr(getattr(self.bot, "settings", None), "gemini_api_key", "")
+            return (
+                f"Gave up on {count} after repeated unusable answers from Gemini: "
+                f"{short_error(str(detail.get('error', '')), secret)}"
+            )
         return None
 
     def name_of(self, guild_id: int | None, user_id: str) -> str:

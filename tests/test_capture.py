@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from bot.llm.gemini import GeminiError, Purpose
+from bot.llm.gemini import GeminiBadAnswer, GeminiError, GeminiRefusal, Purpose
 from bot.memory.capture import FlushPolicy
-from bot.memory.service import MemoryService
+from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
@@ -377,3 +377,50 @@ async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffer
         assert reopened.count_pending() == 2  # the two channels whose flush never ran stay buffered
     finally:
         reopened.close()
+
+
+async def test_a_message_gemini_refuses_to_read_is_skipped_and_the_rest_still_learned(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    def refuse_lyrics(payload: dict[str, Any]) -> dict[str, Any]:
+        if any("lyrics" in m["text"] for m in payload["messages"]):
+            raise GeminiRefusal("blocked: RECITATION", purpose=Purpose.EXTRACT)
+        return echo_extractor(payload)
+
+    llm.handlers[Purpose.EXTRACT] = refuse_lyrics
+    events: list[MemoryEvent] = []
+    service.add_listener(events.append)
+    for i, text in enumerate(["I live in Oslo", "I like tea", "here are the lyrics: ...", "I run"]):
+        service.capture(msg(f"m{i}", "alice" if i % 2 else "bob", text), guild_id=100)
+    await service.flush_now()
+    learned = [f.text for f in await service.list_facts(SCOPE, "bob")]
+    learned += [f.text for f in await service.list_facts(SCOPE, "alice")]
+    assert sorted(learned) == ["Alice said: I like tea", "Alice said: I run", "Bob said: I live in Oslo"]
+    assert await pending(service) == []
+    assert [(e.kind, e.detail["messages"]) for e in events if e.kind == "skipped"] == [("skipped", 1)]
+
+
+async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_outage_is_waited_out(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    events: list[MemoryEvent] = []
+    service.add_listener(events.append)
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    llm.fail_with = GeminiError("Gemini is down", purpose=Purpose.EXTRACT, status=503, retryable=True)
+    for _ in range(MAX_BAD_ANSWERS + 1):
+        with pytest.raises(GeminiError):
+            await service.flush_channel("c1")
+    assert await pending(service) == ["I live in Oslo"]  # an outage never costs messages
+
+    llm.fail_with = GeminiBadAnswer("does not fit ExtractionResult", purpose=Purpose.EXTRACT)
+    service.capture(msg("m2", "alice", "I like tea", channel="c2"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    for _ in range(MAX_BAD_ANSWERS - 1):
+        with pytest.raises(GeminiBadAnswer):
+            await service.flush_channel("c2")
+    assert [m.content for m in await service.store.call(Store.pending_messages, "c2", 10)] == ["I like tea"]
+    assert await service.flush_channel("c2") == 0  # the fifth unusable answer: skipped
+    assert await service.store.call(Store.pending_messages, "c2", 10) == []
+    assert [e.detail["messages"] for e in events if e.kind == "skipped"] == [1]
+    assert await pending(service) == ["I live in Oslo"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.config import Settings
-from bot.llm.gemini import Embedder, GeminiClient, GeminiError
+from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError, GeminiRefusal
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
 from bot.memory.extract import JsonModel, extract_facts
@@ -26,10 +26,15 @@ from bot.memory.text import clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
 
+MAX_BAD_ANSWERS = 5  # unusable answers for the same chunk before it is skipped (outages never count)
+
 
 @dataclass(frozen=True)
 class MemoryEvent:
-    """Something an admin may want to see. `kind`: flush, forgotten, opted_out, opted_in, gemini_error."""
+    """Something an admin may want to see.
+
+    `kind`: flush, forgotten, opted_out, opted_in, gemini_error, skipped (messages not learned from).
+    """
 
     kind: str
     scope: str
@@ -214,11 +219,18 @@ class MemoryService:
             await self.store.call(Store.delete_pending_messages, ids)
             return 0
         try:
-            facts = await extract_facts(self.llm, chunk)
+            facts, refused = await self._extract(chunk)
             names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
             changes = await self.consolidator.run(facts, consumed_message_ids=ids, user_names=names)
         except GeminiError as exc:
             await self.store.call(Store.mark_attempt, ids)
+            if isinstance(exc, GeminiBadAnswer) and chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
+                # The same chunk keeps getting unusable answers: skip it rather than block the channel.
+                await self.store.call(Store.delete_pending_messages, ids)
+                self._emit(
+                    MemoryEvent("skipped", scope, {"messages": len(ids), "error": str(exc), "refused": False})
+                )
+                return 0
             self._emit(
                 MemoryEvent(
                     "gemini_error",
@@ -227,9 +239,28 @@ class MemoryService:
                 )
             )
             raise
+        if refused:
+            self._emit(MemoryEvent("skipped", scope, {"messages": len(refused), "refused": True}))
         if changes:
             self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": len(chunk)}))
         return len(changes)
+
+    async def _extract(self, chunk: list[BufferedMessage]) -> tuple[list[NewFact], list[str]]:
+        """The chunk's facts, and the ids of messages Gemini refused to read (safety, recitation).
+
+        A refusal is about the text, so asking again never helps: the halves are read apart until the
+        message at fault is found and skipped, and everyone else's facts are still learned.
+        """
+        try:
+            return await extract_facts(self.llm, chunk), []
+        except GeminiRefusal as exc:
+            if len(chunk) == 1:
+                log.info("Gemini refused to read message %s; skipping it: %s", chunk[0].message_id, exc)
+                return [], [chunk[0].message_id]
+            half = len(chunk) // 2
+            first, refused_first = await self._extract(chunk[:half])
+            second, refused_second = await self._extract(chunk[half:])
+            return first + second, refused_first + refused_second
 
     def still_captured(self, message: BufferedMessage) -> bool:
         """Whether the guild and channel of a buffered message are still remembered, checked at flush."""
