@@ -353,6 +353,49 @@ async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing
     assert await pending(service) == []
 
 
+async def test_a_message_edited_while_its_flush_waits_is_learned_from_its_new_text(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    entered, release = hold_gemini(llm)
+    service.capture(msg("m1", "carol", "I live at 12 Elm Street"), guild_id=100)
+    service.capture(msg("m2", "bob", "I collect vinyl"), guild_id=100)
+    flush = asyncio.create_task(service.flush_now())
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    await service.message_edited("m1", "I live in Paris")
+    await service.capture_buffer.wait_written()
+    release.set()
+    await flush
+    assert await service.list_facts(SCOPE, "carol") == []  # not from words that are gone
+    assert [f.text for f in await service.list_facts(SCOPE, "bob")] == ["Bob said: I collect vinyl"]
+    assert await pending(service) == ["I live in Paris"]
+    await service.flush_now()
+    assert [f.text for f in await service.list_facts(SCOPE, "carol")] == ["Carol said: I live in Paris"]
+
+
+async def test_deleting_a_message_drops_the_bots_buffered_reply_to_it(service: MemoryService) -> None:
+    service.capture(msg("m1", "alice", "my address is 12 Elm Street"), guild_id=100)
+    reply = replace(msg("b1", "bot", "Near 12 Elm Street there is a park"), is_bot=True, reply_to="m1")
+    service.capture(reply, guild_id=100)
+    other = replace(msg("b2", "bot", "Hello Bob"), is_bot=True, reply_to="m9")
+    service.capture(other, guild_id=100)
+    await service.capture_buffer.wait_written()
+    await service.message_deleted("m1")
+    assert await pending(service) == ["Hello Bob"]
+
+
+async def test_the_bots_turns_left_without_anyones_messages_are_dropped_at_start(
+    service: MemoryService,
+) -> None:
+    service.capture(replace(msg("b1", "bot", "Near 12 Elm Street"), is_bot=True), guild_id=100)
+    service.capture(replace(msg("b2", "bot", "Welcome", channel="c2"), is_bot=True), guild_id=100)
+    service.capture(msg("m3", "bob", "I collect vinyl", channel="c2"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    assert await service.store.call(Store.drop_lone_bot_turns) == 1
+    assert await pending(service) == []
+    assert len(await service.store.call(Store.pending_messages, "c2", 10)) == 2
+
+
 async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffered(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.1, memory_flush_concurrency=1)
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)

@@ -195,6 +195,34 @@ def test_forget_leaves_no_trace(tmp_path: Path) -> None:
     assert secret.encode() not in raw and secret.lower().encode() not in raw
 
 
+def merge(store: Store, target: int, text: str, source: str) -> int:
+    new = NewFact("guild:1", "alice", "Alice", text.split(",")[-1], [source], embedding=unit(1.0, 0.2))
+    [change] = store.apply_flush([Operation(Decision.MERGE, new, target, merged_text=text)])
+    return change.fact_id
+
+
+def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store) -> None:
+    [cat] = store.add_facts([fact("guild:1", "alice", "Alice has a cat", unit(1.0), ["m1"])])
+    dog = merge(store, cat, "Alice has a cat, and a secret dog", "m2")
+    fish = merge(store, dog, "Alice has a cat, and a secret dog, and a fish", "m3")
+    # Someone repeats the newest fact: a confirming source adds no words.
+    store.apply_flush(
+        [Operation(Decision.DUPLICATE, NewFact("guild:1", "alice", "Alice", "y", ["m4"]), fish)]
+    )
+    assert store.forget_message("m4") == []
+    assert [f.text for f in store.list_facts("guild:1", "alice")] == [
+        "Alice has a cat, and a secret dog, and a fish"
+    ]
+
+    removed = store.forget_message("m2")  # the dog's message: both facts holding "secret dog" go
+    assert sorted(fid for _, _, fid in removed) == sorted([dog, fish])
+    [left] = store.list_facts("guild:1", "alice")
+    assert (left.id, left.text, left.status) == (cat, "Alice has a cat", FactStatus.ACTIVE)
+    for table in ("facts", "fact_events", "facts_fts"):
+        assert "secret dog" not in str(store.conn.execute(f"SELECT * FROM {table}").fetchall()), table
+    assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [cat]
+
+
 def test_forget_one_fact_checks_the_owner(store: Store) -> None:
     [alice_fact] = store.add_facts([fact("guild:1", "alice", "Alice is a pilot", unit(1.0))])
     assert store.forget("guild:1", "bob", [alice_fact]) == 0

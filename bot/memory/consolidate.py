@@ -86,8 +86,12 @@ class Consolidator:
         *,
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
+        read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
-        """Decide and apply. Gemini errors propagate before anything is written."""
+        """Decide and apply. Gemini errors propagate before anything is written.
+
+        `read_texts` (message id -> the text extraction read) lets the write notice edits made meanwhile.
+        """
         facts = self._dedupe_exact(facts)
         refreshed: list[tuple[int, list[float]]] = []
         if facts:
@@ -109,6 +113,7 @@ class Consolidator:
                 operations,
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
+                read_texts=read_texts,
                 refreshed=refreshed,
             )
 

@@ -88,6 +88,7 @@ class BufferedMessage:
     is_bot: bool = False
     attempts: int = 0
     parent_channel_id: str | None = None  # a thread's channel, so ignoring that channel covers the thread
+    reply_to: str | None = None  # for the bot's turns: the message answered, so deleting it drops them
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ class MemoryService:
     async def start(self) -> None:
         """Load caches and start capturing; overdue buffers from a previous run flush first."""
         await self.reload_caches()
+        await self.store.call(Store.drop_lone_bot_turns)
         await self.capture_buffer.start()
 
     async def reload_caches(self) -> None:
@@ -221,7 +222,12 @@ class MemoryService:
         try:
             facts, refused = await self._extract(chunk)
             names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
-            changes = await self.consolidator.run(facts, consumed_message_ids=ids, user_names=names)
+            changes = await self.consolidator.run(
+                facts,
+                consumed_message_ids=ids,
+                user_names=names,
+                read_texts={m.message_id: m.content for m in chunk},
+            )
         except GeminiError as exc:
             await self.store.call(Store.mark_attempt, ids)
             if isinstance(exc, GeminiBadAnswer) and chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:

@@ -129,10 +129,15 @@ MIGRATIONS: list[str] = [
     CREATE TABLE app_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE stale_vectors (fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE);
     """,
-    # 2: a thread's messages remember their parent channel, so ignoring the channel drops them too.
+    # 2: a thread's messages remember their parent channel, so ignoring the channel drops them too;
+    # the bot's buffered replies remember the message they answer, so deleting it drops them too;
+    # a source that only repeated a known fact (DUPLICATE) is marked, as it added no words to it.
     """
     ALTER TABLE pending_messages ADD COLUMN parent_channel_id TEXT;
     CREATE INDEX pending_parent ON pending_messages (parent_channel_id) WHERE parent_channel_id IS NOT NULL;
+    ALTER TABLE pending_messages ADD COLUMN reply_to TEXT;
+    CREATE INDEX pending_reply_to ON pending_messages (reply_to) WHERE reply_to IS NOT NULL;
+    ALTER TABLE fact_sources ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
     """,
 ]
 
@@ -445,7 +450,8 @@ class Store:
         with self._tx():
             cur = self.conn.executemany(
                 "INSERT OR IGNORE INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
-                "is_bot, content, created_at, captured_at, parent_channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "is_bot, content, created_at, captured_at, parent_channel_id, reply_to) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         m.message_id,
@@ -458,6 +464,7 @@ class Store:
                         m.created_at,
                         at,
                         m.parent_channel_id,
+                        m.reply_to,
                     )
                     for m, at in messages
                 ],
@@ -480,6 +487,17 @@ class Store:
                 for mid in message_ids
             )
 
+    def drop_lone_bot_turns(self) -> int:
+        """Drop the bot's buffered turns in channels with no person's message left to give them context.
+
+        They are only ever read beside people's messages, and a restart would otherwise keep them forever.
+        """
+        with self._tx():
+            return self.conn.execute(
+                "DELETE FROM pending_messages WHERE is_bot = 1 AND channel_id NOT IN "
+                "(SELECT channel_id FROM pending_messages WHERE is_bot = 0)"
+            ).rowcount
+
     def pending_channels(self) -> list[PendingChannel]:
         rows = self.conn.execute(
             "SELECT channel_id, count(*), min(captured_at), max(captured_at) FROM pending_messages "
@@ -491,11 +509,12 @@ class Store:
         """The oldest `limit` buffered messages of a channel, in arrival order."""
         rows = self.conn.execute(
             "SELECT message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
-            "parent_channel_id FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
+            "parent_channel_id, reply_to FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
             (channel_id, limit),
         ).fetchall()
         return [
-            BufferedMessage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9]) for r in rows
+            BufferedMessage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10])
+            for r in rows
         ]
 
     def count_pending(self, scope: str | None = None) -> int:
@@ -679,10 +698,11 @@ class Store:
         self._add_sources(fact_id, fact.source_message_ids)
         return fact_id
 
-    def _add_sources(self, fact_id: int, message_ids: Iterable[str]) -> None:
+    def _add_sources(self, fact_id: int, message_ids: Iterable[str], *, confirms: bool = False) -> None:
+        """Record where a fact comes from; `confirms`: the message only repeated it, adding no words."""
         self.conn.executemany(
-            "INSERT OR IGNORE INTO fact_sources (fact_id, message_id) VALUES (?, ?)",
-            [(fact_id, m) for m in message_ids],
+            "INSERT OR IGNORE INTO fact_sources (fact_id, message_id, confirms) VALUES (?, ?, ?)",
+            [(fact_id, m, int(confirms)) for m in message_ids],
         )
 
     def _supersede(self, old_id: int, new_id: int, status: FactStatus, now: str) -> None:
@@ -709,12 +729,15 @@ class Store:
         user_names: dict[tuple[str, str], str] | None = None,
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
+        read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
         """Apply a flush's decisions, their events and the removal of its buffered messages in ONE transaction.
 
         An operation whose target is not an active fact of the same person (forgotten meanwhile, or an id
         the model made up) is applied as ADD. Facts of people who opted out, and facts whose every source
-        message left the buffer while the flush ran, are dropped. `refreshed` carries
+        message left the buffer while the flush ran, are dropped. A message edited while the flush ran
+        (its text differs from `read_texts`) stays buffered with its new text, and facts drawn from it are
+        dropped: they were read from words that are no longer there. `refreshed` carries
         fresh vectors for facts listed by `stale_facts()`.
         """
         now = iso(utcnow())
@@ -730,6 +753,17 @@ class Store:
                     "SELECT 1 FROM pending_messages WHERE message_id = ?", (mid,)
                 ).fetchone()
             }
+            edited = {
+                mid
+                for mid, text in (read_texts or {}).items()
+                if (
+                    row := self.conn.execute(
+                        "SELECT content FROM pending_messages WHERE message_id = ?", (mid,)
+                    ).fetchone()
+                )
+                is not None
+                and row[0] != text
+            }
             for (scope, user_id), name in (user_names or {}).items():
                 self._upsert_user(scope, user_id, name)
             for op in operations:
@@ -737,6 +771,8 @@ class Store:
                 if (fact.scope, fact.user_id) in opted_out:
                     continue
                 if withdrawn and fact.source_message_ids and set(fact.source_message_ids) <= withdrawn:
+                    continue
+                if edited & set(fact.source_message_ids):
                     continue
                 decision = op.decision
                 target = self._active_owner(op.target_id) if op.target_id is not None else None
@@ -762,7 +798,7 @@ class Store:
                 elif decision is Decision.DUPLICATE:
                     assert op.target_id is not None
                     fact_id = op.target_id
-                    self._add_sources(fact_id, fact.source_message_ids)
+                    self._add_sources(fact_id, fact.source_message_ids, confirms=True)
                     self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, fact_id))
                     self._event(
                         fact_id,
@@ -818,7 +854,8 @@ class Store:
                         )
                     )
             for mid in consumed_message_ids:
-                self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
+                if mid not in edited:
+                    self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
         return applied
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
@@ -900,25 +937,22 @@ class Store:
         return len(ids)
 
     def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
-        """A source message was deleted: drop it from the buffer and its facts' sources.
+        """A source message was deleted: drop it from the buffer, with the bot's replies to it, and from facts.
 
-        A fact left with no source is deleted; facts it had superseded become active again, because the
-        statement that replaced them was withdrawn. Returns (scope, user_id, fact_id) of deleted facts.
+        Facts that carry its words are deleted: a fact left with no source, a merged fact the message
+        added its text to, and every fact merged from one of those. Facts they had superseded become
+        active again, because the statement that replaced them was withdrawn. Other facts only lose it
+        as a source. Returns (scope, user_id, fact_id) of deleted facts.
         """
         removed: list[tuple[str, str, int]] = []
         now = iso(utcnow())
         with self._tx():
-            self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (message_id,))
-            fact_ids = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT fact_id FROM fact_sources WHERE message_id = ?", (message_id,)
-                )
-            ]
+            self.conn.execute(
+                "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
+            )
+            carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
-            for fid in fact_ids:
-                if self.conn.execute("SELECT 1 FROM fact_sources WHERE fact_id = ?", (fid,)).fetchone():
-                    continue
+            for fid in carrying:
                 row = self.conn.execute("SELECT scope, user_id FROM facts WHERE id = ?", (fid,)).fetchone()
                 if row is None:
                     continue
@@ -926,13 +960,45 @@ class Store:
                     "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
                     (fid,),
                 ).fetchall():
-                    self._restore(old_id, row[0], row[1], old_text, now)
+                    if old_id not in carrying:
+                        self._restore(old_id, row[0], row[1], old_text, now)
                 self._delete_facts([fid])
                 self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((row[0], row[1], fid))
         if removed:
             self.checkpoint()
         return removed
+
+    def _facts_carrying(self, message_id: str) -> list[int]:
+        """Facts whose text holds words of this message, newest last (see forget_message)."""
+        with_source = {
+            r[0]: bool(r[1])
+            for r in self.conn.execute(
+                "SELECT fact_id, confirms FROM fact_sources WHERE message_id = ?", (message_id,)
+            )
+        }
+        sources = self._sources(list(with_source))
+        carrying: set[int] = set()
+        for fid, only_confirms in with_source.items():
+            merged_from = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
+                )
+            ]
+            inherited = {mid for g in merged_from for mid in self._sources([g]).get(g, ())}
+            added_words = bool(merged_from) and not only_confirms and message_id not in inherited
+            if set(sources.get(fid, ())) == {message_id} or added_words:
+                carrying.add(fid)
+        frontier = list(carrying)
+        while frontier:  # a fact merged from a carrying fact carries its words too
+            row = self.conn.execute(
+                "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'", (frontier.pop(),)
+            ).fetchone()
+            if row is not None and row[0] is not None and row[0] not in carrying:
+                carrying.add(row[0])
+                frontier.append(row[0])
+        return sorted(carrying)
 
     def _restore(self, fact_id: int, scope: str, user_id: str, text: str, now: str) -> None:
         self.conn.execute(
