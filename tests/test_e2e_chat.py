@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import re
 import xml.etree.ElementTree as ET
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.client import RESTARTING
-from bot.cogs.chat import FAILED_REPLY
+from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
 from tests.e2e import World, eventually, world
 from tests.fake_brain import system_text
 
@@ -357,3 +358,42 @@ async def test_while_shutting_down_messages_and_commands_are_turned_away_politel
             ).fetchone() == (0,)
         finally:
             w.bot._closing = False
+
+
+IMAGE = {
+    "id": "1",
+    "filename": "cat.png",
+    "size": 1024,
+    "url": "https://cdn.example/cat.png",
+    "proxy_url": "https://cdn.example/cat.png",
+    "content_type": "image/png",
+}
+
+
+async def test_mentioning_the_bots_role_is_answered_like_mentioning_the_bot(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.discord.send_message(w.general, w.bob, f"<@&{w.alpha.bot_role_id}> how are you?")
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == "Nice to hear from you!"
+
+
+async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_wrong_answer(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        dm = w.discord.dm_channel_id(w.alice)
+        await w.discord.send_dm(w.alice, "", attachments=[IMAGE])
+        note = await w.discord.wait_for_bot_message(dm, timeout=10)
+        assert note["content"] == NO_TEXT_REPLY
+        # In an auto-reply channel an image alone is not answered at all.
+        channel = w.alpha.channels["random"]
+        w.bot.settings = dataclasses.replace(w.bot.settings, auto_reply_channel_ids=frozenset({channel}))
+        await w.discord.send_message(channel, w.bob, "what a nice day")
+        await w.discord.wait_for_bot_message(channel, timeout=10)
+        await w.discord.send_message(channel, w.bob, "", attachments=[IMAGE])
+        await w.discord.send_message(channel, w.bob, "and now?")  # handled after the image, in order
+        await w.discord.wait_for_bot_message(channel, lambda m: len(w.chat_requests()) >= 2, timeout=10)
+        await asyncio.sleep(0.3)
+        assert len(w.chat_requests()) == 2  # "what a nice day" and "and now?", nothing for the image
+        bot_id = str(w.discord.bot_id)
+        assert len([m for m in w.discord.channel_messages(channel) if m["author"]["id"] == bot_id]) == 2

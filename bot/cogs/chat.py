@@ -25,6 +25,7 @@ QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 REFUSED_REPLY = "Sorry, I can't help with that one."
+NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 
 
@@ -42,11 +43,14 @@ class Chat(commands.Cog):
 
     # ---- capture -----------------------------------------------------------------------------------------
 
-    def capture(self, message: discord.Message, *, own_text: str | None = None) -> bool:
+    def capture(
+        self, message: discord.Message, *, own_text: str | None = None, reply_to: int | None = None
+    ) -> bool:
         """Hand a message to memory: people's messages as speakers, the bot's own replies as context.
 
         The bot's replies are captured by `show()` as it sends them (`own_text`), not from the gateway echo,
-        so its admin-log posts and other messages never enter the buffer. Returns whether it was captured.
+        so its admin-log posts and other messages never enter the buffer; `reply_to` is the message they
+        answer, so that deleting it drops them too. Returns whether it was captured.
         """
         own = own_text is not None
         if not own and (message.author.bot or message.webhook_id or message.type not in CAPTURED_TYPES):
@@ -65,6 +69,7 @@ class Chat(commands.Cog):
                 content=content,
                 created_at=iso(message.created_at),
                 is_bot=own,
+                reply_to=None if reply_to is None else str(reply_to),
             ),
             guild_id=message.guild.id if message.guild else None,
             parent_channel_id=getattr(message.channel, "parent_id", None),
@@ -112,9 +117,12 @@ class Chat(commands.Cog):
             return False
         if message.guild is None or me in message.mentions:
             return True
+        own_role = message.guild.self_role  # the bot's managed role, which Discord's picker also offers
+        if own_role is not None and own_role in message.role_mentions:
+            return True
         channel_ids = {message.channel.id, getattr(message.channel, "parent_id", None)}
         if channel_ids & self.bot.settings.auto_reply_channel_ids:
-            return True
+            return worth_reading(message.content)  # an image alone in a busy channel needs no answer
         parent = await self.parent_of(message)
         return parent is not None and parent.author.id == me.id
 
@@ -226,14 +234,19 @@ class Chat(commands.Cog):
         A reply to a message that was not captured (opted out, no-memory marker, ignored channel) is not
         captured either, since it may repeat what that message said.
         """
+        if not strip_background_blocks(message.clean_content).strip():  # an image or a sticker alone
+            with contextlib.suppress(discord.HTTPException):
+                await message.reply(NO_TEXT_REPLY, mention_author=False)
+            return
         sent: list[discord.Message] = []
         text = ""
         last_sync = 0.0
         try:
             async with message.channel.typing():
                 messages = await self.conversation(message)
+                turns = self.turns(messages)
                 system = await self.system_instruction(message, messages)
-                stream = self.bot.gemini.chat_stream(system=system, turns=self.turns(messages))
+                stream = self.bot.gemini.chat_stream(system=system, turns=turns)
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
                         text += delta
@@ -279,7 +292,7 @@ class Chat(commands.Cog):
             else:
                 sent.append(await trigger.channel.send(part))
             if remember:
-                self.capture(sent[-1], own_text=part)
+                self.capture(sent[-1], own_text=part, reply_to=trigger.id)
 
     async def replace_with(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
         """Swap a half-finished reply for a short message, so nobody reads a truncated answer."""
