@@ -21,7 +21,8 @@ from bot.cogs.memory_commands import (
     NOTHING_FORGOTTEN_TIMEOUT,
     REFUSE_OTHERS_GUILD,
 )
-from bot.memory.models import NewFact
+from bot.memory.models import Decision, NewFact, Operation
+from bot.memory.store import Store
 from tests.discord_standin import Guild, InteractionRecord
 from tests.e2e import World, eventually, world
 
@@ -563,3 +564,30 @@ async def test_buttons_pressed_during_shutdown_are_turned_away_and_change_nothin
         finally:
             w.bot._closing = False
         assert count_facts(w, w.alpha, w.alice) == 12
+
+
+async def test_forget_all_counts_facts_as_facts_shows_them_and_names_earlier_versions(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        [oslo] = await seed(w, w.alpha, w.alice, ["alice lives in Oslo"])
+        rome = NewFact(scope(w.alpha), str(w.alice["id"]), "alice", "alice lives in Rome", ["m1"])
+        rome.embedding = [1.0] + [0.0] * 767
+        await w.bot.memory.store.call(Store.apply_flush, [Operation(Decision.INVALIDATE, rome, oslo)])
+        inter, question = await command(w, w.alice, "forget", w.alpha, subcommand="all")
+        assert "(1 fact)" in question["content"]
+        assert inter.original_message_id is not None
+        done = await click(w, w.alice, inter.original_message_id, "forget:confirm")
+        assert done["data"]["content"] == "Forgot 1 fact and 1 earlier version."
+        assert count_facts(w, w.alpha, w.alice) == 0
+
+
+async def test_the_optout_forget_button_pressed_after_opting_back_in_does_not_say_opted_out(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await seed(w, w.alpha, w.alice, ["alice keeps bees"])
+        inter, _ = await command(w, w.alice, "memory", w.alpha, subcommand="optout")
+        await command(w, w.alice, "memory", w.alpha, subcommand="optin")
+        assert inter.original_message_id is not None
+        done = await click(w, w.alice, inter.original_message_id, "optout:forget")
+        assert done["data"]["content"] == "Forgot 1 fact."
+        assert count_facts(w, w.alpha, w.alice) == 0

@@ -17,7 +17,14 @@ from discord.ext import commands
 from bot.adminlog import plural
 from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
-from bot.cogs.memory_commands import ConfirmView, FactsPager, display_name, fact_choices, forgot_text
+from bot.cogs.memory_commands import (
+    ConfirmView,
+    FactsPager,
+    display_name,
+    fact_choices,
+    forget_all,
+    forgot_text,
+)
 from bot.memory.models import guild_scope
 
 ChannelOption = app_commands.AppCommandChannel | app_commands.AppCommandThread
@@ -124,7 +131,7 @@ class Admin(commands.Cog, name="admin"):
         actor = str(interaction.user.id)
 
         async def forget_everything() -> str:
-            return forgot_text(await self.bot.memory.forget(scope, user.id, None, actor=actor))
+            return f"Forgot {await forget_all(self.bot.memory, scope, user.id, actor=actor)}."
 
         async def forget() -> Reply:
             if fact is not None:

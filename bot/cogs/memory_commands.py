@@ -249,6 +249,18 @@ async def fact_choices(
     return [app_commands.Choice(name=choice_name(f), value=f.id) for f in facts[:25]]
 
 
+async def forget_all(memory: MemoryService, scope: str, user_id: int, *, actor: str) -> str:
+    """Forget everything of a person here; says how much as /facts counted it: '3 facts'.
+
+    Superseded versions go too; they are named apart ('3 facts and 1 earlier version') so the number
+    matches the one the confirmation question showed.
+    """
+    current = await memory.count_facts(scope, user_id)
+    removed = await memory.forget(scope, user_id, None, actor=actor)
+    earlier = removed - current
+    return plural(current, "fact") + (f" and {plural(earlier, 'earlier version')}" if earlier > 0 else "")
+
+
 def forgot_text(count: int, fact_id: int | None = None) -> str:
     """'Forgot 1 fact.'; a single fact's older versions go with it, which the text explains."""
     if fact_id is not None and count > 1:
@@ -327,7 +339,7 @@ class MemoryCommands(commands.Cog, name="memory"):
         user_id = interaction.user.id
 
         async def forget_everything() -> str:
-            return forgot_text(await self.bot.memory.forget(scope, user_id, None, actor=str(user_id)))
+            return f"Forgot {await forget_all(self.bot.memory, scope, user_id, actor=str(user_id))}."
 
         async def question() -> Reply:
             count = await self.bot.memory.count_facts(scope, user_id)
@@ -346,10 +358,10 @@ class MemoryCommands(commands.Cog, name="memory"):
         already = self.bot.memory.is_opted_out(scope, user_id)
 
         async def forget_everything() -> str:
-            count = await self.bot.memory.forget(scope, user_id, None, actor=str(user_id))
-            return (
-                f"You're opted out here, and I forgot everything I knew about you ({plural(count, 'fact')})."
-            )
+            done = await forget_all(self.bot.memory, scope, user_id, actor=str(user_id))
+            if self.bot.memory.is_opted_out(scope, user_id):  # they may have opted back in since
+                return f"You're opted out here, and I forgot everything I knew about you ({done})."
+            return f"Forgot {done}."
 
         view = ConfirmView(
             interaction,
