@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.memory.db import DatabaseError, connect
-from bot.memory.models import Decision, FactStatus, NewFact, Operation
+from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation
 from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, _split_sql, keyword_query
 from tests.fakes import DIMS, angled, unit
 
@@ -221,6 +221,27 @@ def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store) ->
     for table in ("facts", "fact_events", "facts_fts"):
         assert "secret dog" not in str(store.conn.execute(f"SELECT * FROM {table}").fetchall()), table
     assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [cat]
+
+
+def test_withdrawing_a_replaced_fact_does_not_bring_back_what_it_had_replaced(store: Store) -> None:
+    [lyon] = store.add_facts([fact("guild:1", "alice", "Alice lives in Lyon", unit(1.0), ["m1"])])
+    paris = merge(store, lyon, "Alice lives in Paris, formerly Lyon", "m2")
+    berlin = NewFact("guild:1", "alice", "Alice", "Alice lives in Berlin", ["m3"], embedding=unit(1.0, 0.4))
+    [moved] = store.apply_flush([Operation(Decision.INVALIDATE, berlin, paris)])
+    assert [r[2] for r in store.forget_message("m2")] == [paris]
+    assert [f.text for f in store.list_facts("guild:1", "alice")] == ["Alice lives in Berlin"]
+    old = store.get_fact(lyon)
+    assert old is not None and old.status is FactStatus.MERGED and old.superseded_by == moved.fact_id
+    assert store.forget_message("m3") == [("guild:1", "alice", moved.fact_id)]  # now Lyon is current again
+    assert [f.text for f in store.list_facts("guild:1", "alice")] == ["Alice lives in Lyon"]
+
+
+def test_a_source_deleted_while_the_flush_ran_is_not_kept_on_the_fact(store: Store) -> None:
+    now = 1.0
+    store.buffer_messages([(BufferedMessage("m2", "guild:1", "c1", "alice", "Alice", "I fly", "t"), now)])
+    pilot = NewFact("guild:1", "alice", "Alice", "Alice is a pilot", ["m1", "m2"], embedding=unit(1.0))
+    [change] = store.apply_flush([Operation(Decision.ADD, pilot)], consumed_message_ids=["m1", "m2"])
+    assert store.get_fact(change.fact_id).source_message_ids == ("m2",)  # type: ignore[union-attr]
 
 
 def test_forget_one_fact_checks_the_owner(store: Store) -> None:

@@ -66,11 +66,13 @@ class CaptureBuffer:
         flush_fn: FlushFn,
         *,
         clock: Callable[[], float] = time.time,
+        accept: Callable[[BufferedMessage], bool] = lambda message: True,
     ) -> None:
         self.store = store
         self.policy = policy
         self.flush_fn = flush_fn
         self.clock = clock
+        self.accept = accept  # asked again as each queued message is written: later switches win
         self._queue: list[_Op] = []
         self._wakeup = asyncio.Event()
         self._written = asyncio.Event()
@@ -183,6 +185,9 @@ class CaptureBuffer:
             await self._write_adds(adds)
 
     async def _write_adds(self, adds: list[tuple[BufferedMessage, float]]) -> None:
+        adds = [(message, at) for message, at in adds if self.accept(message)]
+        if not adds:
+            return
         await self.store.call(Store.buffer_messages, adds)
         for message, at in adds:
             if message.is_bot:
@@ -255,23 +260,40 @@ class CaptureBuffer:
             log.debug("flushed channel %s (%d messages were buffered)", channel_id, taken)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
-        """Flush one channel (or all) immediately, ignoring the schedule; errors propagate."""
+        """Flush one channel (or all) until its buffer is empty, ignoring the schedule; errors propagate.
+
+        Runs like a scheduled flush (a concurrency slot, marked as running so the scheduler leaves the
+        channel alone), for operators' tools, benchmarks and tests that cannot wait for a quiet period.
+        """
         await self.wait_written()
         targets = [channel_id] if channel_id else [c for c, s in self._channels.items() if s.count]
         for cid in targets:
             running = self._flushing.get(cid)
             if running is not None:
-                await running
-            state = self._channels.get(cid)
-            if state is None:
-                continue
-            state.retry_at = 0.0
-            await self.flush_fn(cid)
+                await asyncio.gather(running, return_exceptions=True)
+            async with self._semaphore:
+                current = asyncio.current_task()
+                assert current is not None
+                self._flushing[cid] = current
+                try:
+                    await self._flush_until_empty(cid)
+                finally:
+                    self._flushing.pop(cid, None)
+
+    async def _flush_until_empty(self, channel_id: str) -> None:
+        before = None
+        while True:
             remaining = {p.channel_id: p for p in await self.store.call(Store.pending_channels)}
-            if cid in remaining:
-                state.count = remaining[cid].count
-            else:
-                self._channels.pop(cid, None)
+            left = remaining.get(channel_id)
+            if left is None:
+                self._channels.pop(channel_id, None)
+                return
+            state = self._channels.setdefault(channel_id, _ChannelState())
+            state.count, state.retry_at = left.count, 0.0
+            if before is not None and left.count >= before:  # nothing consumed: leave the rest for later
+                return
+            before = left.count
+            await self.flush_fn(channel_id)
 
     @property
     def flushes_running(self) -> int:

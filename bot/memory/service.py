@@ -27,6 +27,7 @@ from bot.memory.text import clean, starts_with_marker, worth_reading
 log = logging.getLogger(__name__)
 
 MAX_BAD_ANSWERS = 5  # unusable answers for the same chunk before it is skipped (outages never count)
+SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class MemoryService:
                 concurrency=settings.memory_flush_concurrency,
             ),
             self.flush_channel,
+            accept=self._wanted,
         )
         self._listeners: list[Listener] = []
         self._opted_out: set[tuple[str, str]] = set()
@@ -177,6 +179,23 @@ class MemoryService:
         self.capture_buffer.submit(replace(message, content=clean(message.content), parent_channel_id=parent))
         return True
 
+    def _wanted(self, message: BufferedMessage) -> bool:
+        """Asked as a queued message is written: an opt-out or switch made since its capture wins."""
+        if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
+            return False
+        return self.still_captured(message)
+
+    async def _settle_queue(self) -> None:
+        """Let queued captures reach the database before a change that must cover them.
+
+        Bounded, so a database that cannot be written never hangs a command; what is still queued after
+        that is checked again when written (`_wanted`).
+        """
+        try:
+            await asyncio.wait_for(self.capture_buffer.wait_written(), SETTLE_SECONDS)
+        except TimeoutError:
+            log.warning("captured messages are not being written; going on without waiting for them")
+
     def no_memory(self, content: str) -> bool:
         """Whether the author asked, with the no-memory marker, that this message not be remembered."""
         return starts_with_marker(content, self.settings.memory_no_memory_marker)
@@ -229,7 +248,8 @@ class MemoryService:
                 read_texts={m.message_id: m.content for m in chunk},
             )
         except GeminiError as exc:
-            await self.store.call(Store.mark_attempt, ids)
+            if isinstance(exc, GeminiBadAnswer):  # counted apart from outages, which never cost messages
+                await self.store.call(Store.mark_attempt, ids)
             if isinstance(exc, GeminiBadAnswer) and chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
                 # The same chunk keeps getting unusable answers: skip it rather than block the channel.
                 await self.store.call(Store.delete_pending_messages, ids)
@@ -319,7 +339,7 @@ class MemoryService:
     ) -> int:
         """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
         if fact_ids is None:  # messages still queued for the buffer are part of "everything"
-            await self.capture_buffer.wait_written()
+            await self._settle_queue()
         count = await self.store.call(
             Store.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
         )
@@ -341,12 +361,13 @@ class MemoryService:
     async def set_opt_out(self, scope: str, user_id: int | str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
         if opted_out:
+            # Queued messages are written first (so the bot's replies after them are found and dropped
+            # with them); from the cache update on, nothing of theirs is captured or written.
+            await self._settle_queue()
             self._opted_out.add((scope, str(user_id)))
-            await self.capture_buffer.wait_written()
+            await self._settle_queue()
         await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
-        if opted_out:
-            self._opted_out.add((scope, str(user_id)))
-        else:
+        if not opted_out:
             self._opted_out.discard((scope, str(user_id)))
         self._emit(MemoryEvent("opted_out" if opted_out else "opted_in", scope, {"user_id": str(user_id)}))
 
@@ -356,7 +377,7 @@ class MemoryService:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
         if changes.get("memory_enabled") is False:
             self._guilds[str(guild_id)] = replace(self.guild(guild_id), memory_enabled=False)
-            await self.capture_buffer.wait_written()
+            await self._settle_queue()
         settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
         self._guilds[str(guild_id)] = settings
         return settings
@@ -368,7 +389,7 @@ class MemoryService:
             self._guilds[str(guild_id)] = replace(
                 current, ignored_channel_ids={*current.ignored_channel_ids, str(channel_id)}
             )
-            await self.capture_buffer.wait_written()
+            await self._settle_queue()
         await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
         self._guilds = await self.store.call(Store.guild_settings)
 

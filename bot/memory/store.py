@@ -29,6 +29,7 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -774,6 +775,10 @@ class Store:
                     continue
                 if edited & set(fact.source_message_ids):
                     continue
+                if withdrawn & set(fact.source_message_ids):  # keep no trace of a message deleted meanwhile
+                    fact = replace(
+                        fact, source_message_ids=[m for m in fact.source_message_ids if m not in withdrawn]
+                    )
                 decision = op.decision
                 target = self._active_owner(op.target_id) if op.target_id is not None else None
                 if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
@@ -953,15 +958,24 @@ class Store:
             carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
-                row = self.conn.execute("SELECT scope, user_id FROM facts WHERE id = ?", (fid,)).fetchone()
+                row = self.conn.execute(
+                    "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
+                ).fetchone()
                 if row is None:
                     continue
-                for old_id, old_text in self.conn.execute(
-                    "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
-                    (fid,),
-                ).fetchall():
-                    if old_id not in carrying:
+                replaced = [
+                    (old_id, old_text)
+                    for old_id, old_text in self.conn.execute(
+                        "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
+                        (fid,),
+                    ).fetchall()
+                    if old_id not in carrying
+                ]
+                for old_id, old_text in replaced:
+                    if row[2] == FactStatus.ACTIVE.value:
                         self._restore(old_id, row[0], row[1], old_text, now)
+                    else:  # the withdrawn fact was itself replaced since: its successor replaces these too
+                        self.conn.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (row[3], old_id))
                 self._delete_facts([fid])
                 self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((row[0], row[1], fid))
