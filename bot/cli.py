@@ -28,7 +28,6 @@ from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
 
 EXIT_PROBLEM = 1
-EXIT_USAGE = 2
 IMPORT_BATCH = 100
 
 
@@ -63,7 +62,7 @@ def _user(text: str) -> str:
 
 def _positive(text: str) -> int:
     """A count or id: 0, negatives and '١' are usage errors rather than silently clamped or accepted."""
-    if not is_discord_id(text) or int(text) < 1:
+    if not is_discord_id(text) or not 1 <= int(text) < 2**63:  # SQLite integers are 64-bit
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return int(text)
 
@@ -125,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     reembed = sub.add_parser("reembed", help="re-embed every fact with the configured embedding model")
     reembed.add_argument("--batch", type=_positive, default=100)
+    reembed.add_argument(
+        "--force", action="store_true", help="re-embed even when the facts already use the configured model"
+    )
     reembed.add_argument("--json", action="store_true")
     return parser
 
@@ -216,11 +218,16 @@ def require_database(settings: Settings) -> None:
 
 
 def _open_store(settings: Settings) -> Store:
+    """The database for commands that never search vectors (list, forget, stats).
+
+    They work whatever the embedding state, so a deletion request never waits for a re-embedding.
+    """
     require_database(settings)
     return Store.open(
         settings.database_path,
         embedding_model=settings.embedding_model,
         dimensions=settings.embedding_dimensions,
+        allow_model_change=True,
     )
 
 
@@ -422,7 +429,7 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     except (GeminiError, DatabaseError, *sqlite_errors()) as exc:
         report.error = failure_line(settings, exc)
     finally:
-        await service.close()
+        await service.close(record_usage=False)
     _emit(args, report.as_json(), [report.summary()])
     if report.error:
         print(f"error: {report.error}", file=sys.stderr)
@@ -432,7 +439,10 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 async def _not_yet_known(
     service: Any, lines: list[tuple[int, NewFact]], report: ImportReport
 ) -> list[NewFact]:
-    """The facts to import: without those already held (or repeated in the file) and of opted-out people."""
+    """The facts to import: without those already held (or repeated in the file) and of opted-out people.
+
+    "Already held" includes facts superseded since, so running a file again never revives old statements.
+    """
     opted_out = await service.store.call(Store.opted_out)
     texts: dict[tuple[str, str], list[str]] = {}
     for _, fact in lines:
@@ -440,7 +450,9 @@ async def _not_yet_known(
     known: dict[tuple[str, str], set[str]] = {}
     for owner, owned in texts.items():
         if owner not in opted_out:
-            known[owner] = set(await service.store.call(Store.facts_by_text, *owner, owned))
+            known[owner] = set(
+                await service.store.call(Store.facts_by_text, *owner, owned, all_statuses=True)
+            )
     fresh: list[NewFact] = []
     for number, fact in lines:
         owner, key = (fact.scope, fact.user_id), fact.text.casefold()
@@ -459,8 +471,11 @@ async def _import_batches(
 ) -> None:
     """Import in batches; each batch is stored in one transaction, so `report.imported` is what landed."""
     for start in range(0, len(facts), IMPORT_BATCH):
-        result = await service.import_facts(facts[start : start + IMPORT_BATCH], consolidate=consolidate)
+        batch = facts[start : start + IMPORT_BATCH]
+        result = await service.import_facts(batch, consolidate=consolidate)
         report.imported += result if isinstance(result, int) else len(result)
+        for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
+            fact.embedding = None
         logging.getLogger(__name__).debug("imported %d of %d new facts", report.imported, len(facts))
 
 
@@ -488,7 +503,7 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
         else:
             bad_lines = await _recall_file(service, args.queries)
     finally:
-        await service.close()
+        await service.close(record_usage=False)
     return EXIT_PROBLEM if bad_lines else 0
 
 
@@ -573,7 +588,7 @@ def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
             f"facts: {facts['active']} active, {facts['merged']} merged, {facts['invalidated']} invalidated",
             f"people: {stats['people']} in {stats['scopes']} scope(s)",
             f"pending messages: {stats['pending_messages']}",
-            f"gemini usage (last run): {json.dumps(stats['gemini_usage_last_run'])}",
+            f"gemini usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
         ],
     )
     return 0
@@ -593,6 +608,18 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
         dimensions=settings.embedding_dimensions,
         allow_model_change=True,
     )
+    target = (settings.embedding_model, settings.embedding_dimensions)
+    if not args.force and not store.reembed_unfinished() and store.embedding_meta() == target:
+        store.close()
+        _emit(
+            args,
+            {"reembedded": 0, "model": settings.embedding_model, "up_to_date": True},
+            [
+                f"the facts already use {target[0]} at {target[1]} dimensions; nothing to do "
+                "(--force re-embeds anyway)"
+            ],
+        )
+        return 0
     client = GeminiClient.from_settings(settings)
     done = 0
     try:

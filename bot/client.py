@@ -25,7 +25,8 @@ from bot.memory.store import Store
 log = logging.getLogger(__name__)
 
 COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.admin", "bot.cogs.errors")
-SHUTDOWN_TIMEOUT_SECONDS = 10.0
+SHUTDOWN_TIMEOUT_SECONDS = 5.0  # running flushes get this long to finish; the rest stays buffered
+ADMIN_LOG_STOP_SECONDS = 1.5
 
 
 def intents() -> discord.Intents:
@@ -64,6 +65,11 @@ class MemoryTree(app_commands.CommandTree):
                 await interaction.response.send_message(RESTARTING, ephemeral=True)
             return False
         return True
+
+
+# A text-only bot: without this every start warns that voice needs PyNaCl and davey.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
 
 
 class MemoryBot(commands.Bot):
@@ -141,20 +147,24 @@ class MemoryBot(commands.Bot):
             self.admin_log.post(guild.id, "Memory bot started.")
 
     async def close(self) -> None:
+        """Stop taking work, let memory persist (flushes that finish still reach the admin log), then go.
+
+        Bounded to about 8 s in all, inside the 10 s that Docker and most hosts wait before SIGKILL.
+        """
         if self._closing:
             return
         self._closing = True
         log.info("shutting down: persisting captured messages")
-        try:
-            for guild in self.guilds:
-                self.admin_log.post(guild.id, "Memory bot shutting down.")
-            await self.admin_log.stop(timeout=3.0)
-        except Exception:
-            log.exception("admin log did not stop cleanly")
+        for guild in self.guilds:
+            self.admin_log.post(guild.id, "Memory bot shutting down.")
         try:
             if self._memory is not None:
                 await self._memory.close(timeout=SHUTDOWN_TIMEOUT_SECONDS)
         finally:
+            try:
+                await self.admin_log.stop(timeout=ADMIN_LOG_STOP_SECONDS)
+            except Exception:
+                log.exception("admin log did not stop cleanly")
             await super().close()
 
     async def on_message(self, message: discord.Message, /) -> None:

@@ -98,6 +98,13 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError
+    return value
+
+
 def _non_negative_float(raw: str) -> float:
     value = float(raw)
     if not value >= 0:
@@ -144,7 +151,7 @@ def _log_level(raw: str) -> str:
 _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
-    "gemini_max_retries": (lambda r: max(0, int(r)), "a whole number of retries such as 4"),
+    "gemini_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
     "database_path": (_path, "a file path"),
     "memory_flush_quiet_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "memory_flush_max_messages": (_positive_int, "a positive integer such as 50"),
@@ -162,7 +169,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "auto_reply_channel_ids": (_snowflakes, "comma-separated Discord channel ids"),
     "chat_history_limit": (_positive_int, "a positive integer such as 20"),
     "admin_log_channel_id": (_snowflake, "a Discord channel id (a positive integer)"),
-    "log_level": (_log_level, "one of DEBUG, INFO, WARNING, ERROR"),
+    "log_level": (_log_level, "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
 }
 
 
@@ -174,7 +181,7 @@ def load_settings(
 ) -> Settings:
     """Read settings from `env` (default: the process environment, after loading `.env` if present).
 
-    Values already in the environment win over `.env`. A missing `dotenv_path` is fine unless
+    Values already in the environment (unless empty) win over `.env`. A missing `dotenv_path` is fine unless
     `dotenv_required` (a file the user named). Raises ConfigError listing every bad value.
     """
     if env is None:
@@ -208,9 +215,14 @@ def _load_dotenv(path: Path, *, required: bool) -> None:
         if required:
             raise ConfigError([f"settings file {path} does not exist (or is not a file)"])
         return
-    from dotenv import load_dotenv
+    from dotenv import dotenv_values
 
     try:
-        load_dotenv(path, override=False)
+        values = dotenv_values(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read settings file {path}: {exc}"]) from exc
+    for key, value in values.items():
+        # The environment wins, but an empty variable (what `X=${X}` in compose files gives) does not
+        # hide the file's value: empty means "not set" everywhere else too.
+        if value is not None and not os.environ.get(key):
+            os.environ[key] = value

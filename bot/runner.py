@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+import aiohttp
 import discord
 
 from bot.client import MemoryBot, point_discord_at
@@ -59,6 +60,16 @@ def run_bot(settings: Settings) -> int:
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except (aiohttp.ClientError, OSError, discord.GatewayNotFound) as exc:
+        where = settings.discord_api_base_url or "discord.com"
+        print(f"error: cannot reach Discord ({where}): {_first_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    """The gist of a connection error, without the SSL context and address objects it may print."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text.split(" [", 1)[0].split(" ssl:", 1)[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bot.memory.models import Decision, NewFact, Operation
 from bot.memory.store import Store
 from tests.gemini_standin import GeminiStandIn, hashed_embedding
 from tests.test_cli import clean_env, import_three_dm_facts, run_cli
@@ -129,6 +130,33 @@ async def test_import_skips_lines_repeated_in_the_file_and_people_who_opted_out(
     assert out.strip() == ("imported 0 of 4 facts; skipped 3 duplicate(s); skipped 1 of people who opted out")
 
 
+async def test_importing_a_file_again_does_not_revive_what_was_superseded_since(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    env = gemini_env(tmp_path, gemini)
+    data = tmp_path / "f.jsonl"
+    data.write_text(fact_line("7", "Seven lives in Paris") + "\n")
+    code, _, err = await run_cli("facts", "import", str(data), env=env, cwd=tmp_path)
+    assert code == 0, err
+    store = Store.open(tmp_path / "m.sqlite3", embedding_model="gemini-embedding-001", dimensions=768)
+    [paris] = store.list_facts("dm", "7")
+    rome = NewFact(
+        "dm", "7", "", "Seven lives in Rome", ["m1"], embedding=hashed_embedding("Rome", None, 768)
+    )
+    store.apply_flush([Operation(Decision.INVALIDATE, rome, paris.id)])
+    store.set_state("gemini_usage", json.dumps({"marker": "the bot's own run"}))
+    store.close()
+    code, out, err = await run_cli("facts", "import", str(data), "--json", env=env, cwd=tmp_path)
+    report = json.loads(out)
+    assert code == 0 and report["imported"] == 0 and report["skipped_duplicates"] == 1, err
+    code, out, _ = await run_cli(
+        "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
+    )
+    assert [f["text"] for f in json.loads(out)] == ["Seven lives in Rome"]
+    code, out, _ = await run_cli("stats", "--json", env=env, cwd=tmp_path)
+    assert json.loads(out)["gemini_usage_last_run"] == {"marker": "the bot's own run"}  # imports leave it
+
+
 async def test_recall_and_reembed_report_a_gemini_failure_in_one_line(
     tmp_path: Path, gemini: GeminiStandIn
 ) -> None:
@@ -146,9 +174,18 @@ async def test_recall_and_reembed_report_a_gemini_failure_in_one_line(
     code, out, err = await run_cli("reembed", "--batch", "2", env=env, cwd=tmp_path)
     assert code == 1 and "re-embedded 2 facts before the failure" in out
     assert_one_error_line(err, "error: Gemini: ")
+    # Half way, the operator can still list and forget (a deletion request never waits for a re-embed).
+    code, out, err = await run_cli(
+        "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
+    )
+    assert code == 0 and len(json.loads(out)) == 3, err
     gemini.embed_handler = hashed_embedding
     code, out, err = await run_cli("reembed", "--batch", "2", "--json", env=env, cwd=tmp_path)
     assert code == 0 and json.loads(out)["reembedded"] == 1, err  # carried on where it stopped
+    requests = gemini.counters["embed"]["requests"]
+    code, out, err = await run_cli("reembed", env=env, cwd=tmp_path)
+    assert code == 0 and "nothing to do" in out, err
+    assert gemini.counters["embed"]["requests"] == requests  # up to date: not one Gemini call
 
 
 # ---- what a real import file looks like ---------------------------------------------------------------------
@@ -315,6 +352,7 @@ async def test_usage_errors_exit_2(tmp_path: Path) -> None:
         (["facts", "list", "--scope", "guild:\u0661", "--user", "7"], "invalid scope"),
         (["facts", "forget", "--scope", "dm", "--user", "7", "--id", "0"], "--id"),
         (["reembed", "--batch", "0"], "--batch"),
+        (["recall", "--scope", "dm", "--user", "7", "--query", "x", "--limit", "9" * 20], "--limit"),
     ):
         code, _, err = await run_cli(*args, env=env, cwd=tmp_path)
         assert code == 2 and "usage:" in err and says in err, (args, err)

@@ -45,10 +45,12 @@ def test_every_bad_value_is_named_with_what_is_expected() -> None:
                 "DEV_GUILD_ID": "abc",
                 "RECALL_MAX_DISTANCE": "3",
                 "GEMINI_BASE_URL": "localhost:8080",
+                "GEMINI_MAX_RETRIES": "-3",
             }
         )
     problems = err.value.problems
-    assert len(problems) == 5
+    assert len(problems) == 6
+    assert any(p.startswith("GEMINI_MAX_RETRIES='-3'") for p in problems)
     assert "EMBEDDING_DIMENSIONS='lots' is not valid: expected a positive integer such as 768" in problems
     assert any(p.startswith("MEMORY_FLUSH_MAX_MESSAGES='0'") for p in problems)
     assert any(p.startswith("GEMINI_BASE_URL='localhost:8080'") and "http" in p for p in problems)
@@ -71,6 +73,17 @@ def test_dotenv_file_is_read_but_the_environment_wins(
     monkeypatch.setenv("CHAT_HISTORY_LIMIT", "9")
     s = load_settings(dotenv_path=env_file)
     assert s.discord_token == "from-file" and s.chat_history_limit == 9
+
+
+def test_an_empty_variable_does_not_hide_the_dotenv_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text('DATABASE_PATH="./my data/bot.sqlite3"\nGEMINI_API_KEY=from-file\n')
+    monkeypatch.setenv("DATABASE_PATH", "")  # what `DATABASE_PATH=${DATABASE_PATH}` gives in compose files
+    monkeypatch.setenv("GEMINI_API_KEY", "")
+    s = load_settings(dotenv_path=env_file)
+    assert s.database_path == Path("./my data/bot.sqlite3") and s.gemini_api_key == "from-file"
 
 
 def test_proxy_urls_are_applied_and_a_bare_host_gets_the_api_path() -> None:

@@ -397,3 +397,22 @@ async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_w
         assert len(w.chat_requests()) == 2  # "what a nice day" and "and now?", nothing for the image
         bot_id = str(w.discord.bot_id)
         assert len([m for m in w.discord.channel_messages(channel) if m["author"]["id"] == bot_id]) == 2
+
+
+async def test_a_flush_that_ends_during_shutdown_still_reaches_the_admin_log(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        await w.say(w.general, w.alice, "I live in Lisbon")
+        w.gemini.latency = 0.8  # the flush is still waiting on Gemini when the bot is told to close
+        flushing = asyncio.create_task(w.flush())
+        await eventually(lambda: _true(w.bot.memory.capture_buffer.flushes_running > 0), what="a flush")
+        standin = w.discord
+    await flushing
+    posted = [m["content"] for m in standin.channel_messages(log_channel)]
+    assert any("Learned from 1 message" in p for p in posted), posted
+    assert any("shutting down" in p for p in posted)
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -113,6 +113,23 @@ async def test_refused_privileged_intents_are_explained(tmp_path: Path) -> None:
     assert "MESSAGE CONTENT INTENT" in proc.stderr and "SERVER MEMBERS INTENT" in proc.stderr
 
 
+async def test_discord_out_of_reach_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    env = clean_env(
+        DISCORD_TOKEN="test-token",
+        GEMINI_API_KEY="test-key",
+        DISCORD_API_BASE_URL="http://127.0.0.1:9",  # nothing listens on the discard port
+        DISCORD_GATEWAY_URL="ws://127.0.0.1:9",
+        DATABASE_PATH=str(tmp_path / "bot.sqlite3"),
+    )
+    proc = await start_bot(env, tmp_path)
+    assert await proc.finish() == 1
+    assert "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == [
+        "error: cannot reach Discord (http://127.0.0.1:9): Cannot connect to host 127.0.0.1:9"
+    ]
+    assert not any("PyNaCl" in line for line in proc.lines)  # a text bot says nothing about voice
+
+
 async def test_start_sync_capture_and_sigterm(
     tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
 ) -> None:

@@ -162,7 +162,6 @@ def test_forget_leaves_no_trace(tmp_path: Path) -> None:
                 merged,
                 old,
                 merged_text=f"Alice owns {secret} and sails it",
-                merged_embedding=unit(1, 0.2),
             )
         ]
     )

@@ -31,10 +31,6 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_iso(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 class FactStatus(StrEnum):
     ACTIVE = "active"
     MERGED = "merged"
@@ -120,7 +116,6 @@ class Operation:
     fact: NewFact
     target_id: int | None = None
     merged_text: str | None = None
-    merged_embedding: list[float] | None = None
     reason: str = ""
 
 

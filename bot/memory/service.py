@@ -112,12 +112,16 @@ class MemoryService:
         self._opted_out = await self.store.call(Store.opted_out)
         self._guilds = await self.store.call(Store.guild_settings)
 
-    async def close(self, timeout: float = 10.0) -> None:
-        """Persist what is queued, let running flushes end within `timeout`, record usage, close the file."""
+    async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
+        """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
+
+        `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
+        """
         await self.capture_buffer.stop(timeout)
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
-        await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage()))
+        if record_usage:
+            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage()))
         await self.store.close()
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:

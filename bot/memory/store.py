@@ -307,6 +307,10 @@ class Store:
         meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
         return meta["embedding_model"], int(meta["embedding_dimensions"])
 
+    def reembed_unfinished(self) -> bool:
+        """Whether a re-embedding was started and not finished."""
+        return self.conn.execute("SELECT 1 FROM meta WHERE key = 'reembed_target'").fetchone() is not None
+
     def _set_meta(self, key: str, value: str) -> None:
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -572,11 +576,18 @@ class Store:
         ranked = bm25_order([r[3] for r in rows], keyword_terms(terms), max(total, len(rows)))
         return [_fact(rows[i]) for i in ranked[:k]]
 
-    def facts_by_text(self, scope: str, user_id: str, texts: Iterable[str]) -> dict[str, Fact]:
-        """Active facts of one person whose text equals one of `texts` exactly (case-folded)."""
+    def facts_by_text(
+        self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
+    ) -> dict[str, Fact]:
+        """Facts of one person whose text equals one of `texts` exactly (case-folded).
+
+        Active ones by default (someone saying an old fact again makes it news); `all_statuses` for an
+        import, where a line matching a superseded fact is history, not news.
+        """
         wanted = {t.casefold() for t in texts}
+        status_filter = "" if all_statuses else "AND status = 'active'"
         rows = self.conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE scope = ? AND user_id = ? AND status = 'active'",
+            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE scope = ? AND user_id = ? {status_filter}",
             (scope, user_id),
         ).fetchall()
         return {r[3].casefold(): _fact(r) for r in rows if r[3].casefold() in wanted}
@@ -822,14 +833,13 @@ class Store:
                     text, vector = fact.text, fact.embedding
                     if decision is Decision.MERGE:
                         assert op.merged_text is not None
-                        text, vector = op.merged_text, op.merged_embedding or fact.embedding
+                        text = op.merged_text
                     fact_id = self._insert_fact(fact, text, vector, now)
                     if decision is Decision.MERGE:
                         self._add_sources(fact_id, self._sources([op.target_id]).get(op.target_id, ()))
-                        if op.merged_embedding is None:
-                            # Searchable at once with the new fact's vector; the merged text's own vector
-                            # rides along with the next flush's embedding request (see refresh below).
-                            self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
+                        # Searchable at once with the new fact's vector; the merged text's own vector
+                        # rides along with the next flush's embedding request (see refresh below).
+                        self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
                     status = FactStatus.MERGED if decision is Decision.MERGE else FactStatus.INVALIDATED
                     self._supersede(op.target_id, fact_id, status, now)
                     self._event(
