@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -13,6 +14,11 @@ from bot.llm.gemini import GeminiError, Purpose
 
 T = TypeVar("T", bound=BaseModel)
 DIMS = 8
+
+
+def stable_hash(text: str) -> int:
+    """The same number for the same text in every run (the built-in hash() changes per process)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
 def unit(*values: float, dims: int = DIMS) -> list[float]:
@@ -46,7 +52,7 @@ class FakeEmbedder:
         self.vectors = dict(vectors or {})
         self.dims = dims
         self.default = default or (
-            lambda text: unit(*[(hash(text) >> s) % 7 + 1 for s in range(dims)], dims=dims)
+            lambda text: unit(*[(stable_hash(text) >> s) % 7 + 1 for s in range(dims)], dims=dims)
         )
         self.calls: list[tuple[list[str], str]] = []
         self.fail = False

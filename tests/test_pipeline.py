@@ -337,3 +337,4 @@ async def test_two_concurrent_flushes_for_the_same_person_serialise(
     store = service.store.sync
     assert len(store.list_facts(SCOPE, "alice")) == 1
     assert store.stats()["facts"] == {"active": 1, "merged": 0, "invalidated": 2}
+    assert len(service.consolidator.locks) == 0  # nobody holds or waits: no lock is kept

@@ -42,19 +42,36 @@ def cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class PersonLocks:
-    """One asyncio lock per (scope, user), acquired in sorted order so that flushes cannot deadlock."""
+    """One asyncio lock per (scope, user), acquired in sorted order so that flushes cannot deadlock.
+
+    A lock lives only while someone holds or waits for it, so a server with many people keeps few.
+    """
 
     def __init__(self) -> None:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._users: dict[tuple[str, str], int] = {}
 
     @contextlib.asynccontextmanager
     async def hold(self, keys: Sequence[tuple[str, str]]) -> AsyncIterator[None]:
         ordered = sorted(set(keys))
-        locks = [self._locks.setdefault(k, asyncio.Lock()) for k in ordered]
-        async with contextlib.AsyncExitStack() as stack:
-            for lock in locks:
-                await stack.enter_async_context(lock)
-            yield
+        for key in ordered:
+            self._users[key] = self._users.get(key, 0) + 1
+        try:
+            locks = [self._locks.setdefault(k, asyncio.Lock()) for k in ordered]
+            async with contextlib.AsyncExitStack() as stack:
+                for lock in locks:
+                    await stack.enter_async_context(lock)
+                yield
+        finally:
+            for key in ordered:
+                self._users[key] -= 1
+                if not self._users[key]:
+                    del self._users[key]
+                    self._locks.pop(key, None)
+
+    def __len__(self) -> int:
+        """How many people's locks exist now (held or waited for)."""
+        return len(self._locks)
 
 
 class Consolidator:
