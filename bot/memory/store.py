@@ -556,7 +556,7 @@ class Store:
 
         FTS5's own `rank` looks up every query term's document count in the whole index, so its cost grows
         with everyone's facts (9.7 ms p99 at a million). Matching without `rank` touches only the person's
-        rows; BM25 over the person's own active facts then orders them (2.5 ms p99, bench/recall_scale.py).
+        rows; BM25 over the person's own active facts then orders them (3.0 ms p99 at 1M facts, bench/recall_scale.py).
         """
         terms = keyword_query(text)
         if terms is None:
