@@ -22,13 +22,21 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiError
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
-from bot.memory.models import NewFact, valid_scope
+from bot.memory.models import Decision, NewFact, valid_scope
 from bot.memory.recall import Participant
 from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
 
 EXIT_PROBLEM = 1
 IMPORT_BATCH = 100
+RECALL_BATCH = 100  # queries of a --queries file embedded in one Gemini request
+CONSOLIDATED = {
+    "ADD": "added (nothing similar known)",
+    "KEEP": "added beside similar facts",
+    "MERGE": "merged into a known fact",
+    "INVALIDATE": "replaced an older fact",
+    "DUPLICATE": "already known",
+}
 
 
 class CliError(Exception):
@@ -386,10 +394,12 @@ class ImportReport:
     duplicate_lines: list[int] = field(default_factory=list)
     opted_out_lines: list[int] = field(default_factory=list)
     error: str | None = None
+    decisions: dict[str, int] = field(default_factory=dict)  # --consolidate: what became of the lines
 
     def as_json(self) -> dict[str, Any]:
         return {
             "imported": self.imported,
+            "decisions": self.decisions,
             "read": self.read,
             "skipped_duplicates": len(self.duplicate_lines),
             "skipped_opted_out": len(self.opted_out_lines),
@@ -407,6 +417,11 @@ class ImportReport:
             parts.append(f"skipped {len(self.duplicate_lines)} duplicate(s)")
         if self.opted_out_lines:
             parts.append(f"skipped {len(self.opted_out_lines)} of people who opted out")
+        if self.decisions:
+            parts.append(
+                "consolidated: "
+                + ", ".join(f"{count} {CONSOLIDATED[name]}" for name, count in sorted(self.decisions.items()))
+            )
         if self.bad_lines:
             parts.append(f"{len(self.bad_lines)} bad line(s)")
         return "; ".join(parts)
@@ -473,7 +488,17 @@ async def _import_batches(
     for start in range(0, len(facts), IMPORT_BATCH):
         batch = facts[start : start + IMPORT_BATCH]
         result = await service.import_facts(batch, consolidate=consolidate)
-        report.imported += result if isinstance(result, int) else len(result)
+        if isinstance(result, int):
+            report.imported += result
+        else:
+            stored = [c for c in result if c.decision is not Decision.DUPLICATE]
+            report.imported += len(stored)
+            for change in result:
+                report.decisions[change.decision.value] = report.decisions.get(change.decision.value, 0) + 1
+            if len(batch) > len(result):  # near-identical lines of the batch folded into one
+                report.decisions["DUPLICATE"] = (
+                    report.decisions.get("DUPLICATE", 0) + len(batch) - len(result)
+                )
         for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
             fact.embedding = None
         logging.getLogger(__name__).debug("imported %d of %d new facts", report.imported, len(facts))
@@ -507,10 +532,12 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_PROBLEM if bad_lines else 0
 
 
-async def _recall_one(service: Any, scope: str, users: list[str], query: str) -> dict[str, Any]:
+async def _recall_one(
+    service: Any, scope: str, users: list[str], query: str, vector: list[float] | None = None
+) -> dict[str, Any]:
     names = await service.store.call(Store.user_names, scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
-    result = await service.recall(scope, people, query, count_retrievals=False)
+    result = await service.recall(scope, people, query, count_retrievals=False, vector=vector)
     return {
         "scope": scope,
         "query": query,
@@ -546,27 +573,53 @@ def _recall_lines(answer: dict[str, Any]) -> list[str]:
 
 
 async def _recall_file(service: Any, path: Path) -> int:
-    """Answer each line as it comes; a bad line is reported at once, so a later failure cannot hide it."""
+    """One JSON line per input line, in order; the queries are embedded 100 to a Gemini request."""
     bad_lines = 0
+    group: list[tuple[int, tuple[str, list[str], str] | ValueError]] = []
     for number, item in jsonl_objects(path):
-        try:
-            if isinstance(item, ValueError):
-                raise item
-            scope, users, query = _scope_field(item), item.get("user_ids"), item.get("query")
-            if not isinstance(users, list) or not users:
-                raise ValueError("'user_ids' must be a non-empty list")
-            users = [_user_field(u, "user_ids") for u in users]
-            if not isinstance(query, str):
-                raise ValueError("'query' must be a string")
-        except ValueError as exc:
+        parsed = _recall_request(item)
+        if isinstance(parsed, ValueError):
             bad_lines += 1
-            print(f"error: {path}:{number}: {exc}", file=sys.stderr, flush=True)
-            print(json.dumps({"line": number, "error": str(exc)}), flush=True)
+            print(f"error: {path}:{number}: {parsed}", file=sys.stderr, flush=True)
+        group.append((number, parsed))
+        if len(group) == RECALL_BATCH:
+            await _answer_group(service, group)
+            group = []
+    await _answer_group(service, group)
+    return bad_lines
+
+
+def _recall_request(item: Any) -> tuple[str, list[str], str] | ValueError:
+    """(scope, user ids, query) from one line of a queries file, or what is wrong with it."""
+    try:
+        if isinstance(item, ValueError):
+            raise item
+        scope, users, query = _scope_field(item), item.get("user_ids"), item.get("query")
+        if not isinstance(users, list) or not users:
+            raise ValueError("'user_ids' must be a non-empty list")
+        users = [_user_field(u, "user_ids") for u in users]
+        if not isinstance(query, str):
+            raise ValueError("'query' must be a string")
+    except ValueError as exc:
+        return exc
+    return scope, users, query
+
+
+async def _answer_group(
+    service: Any, group: list[tuple[int, tuple[str, list[str], str] | ValueError]]
+) -> None:
+    queries = sorted({r[2].strip() for _, r in group if not isinstance(r, ValueError) and r[2].strip()})
+    vectors = (
+        dict(zip(queries, await service.embedder.embed(queries, "query"), strict=True)) if queries else {}
+    )
+    for number, request in group:
+        if isinstance(request, ValueError):
+            print(json.dumps({"line": number, "error": str(request)}), flush=True)
             continue
-        answer = await _recall_one(service, scope, users, query)
+        scope, users, query = request
+        answer = await _recall_one(service, scope, users, query, vectors.get(query.strip()))
         answer["line"] = number
         print(json.dumps(answer, ensure_ascii=False), flush=True)
-    return bad_lines
 
 
 # ---- stats and reembed ----------------------------------------------------------------------------------

@@ -187,7 +187,9 @@ async def test_import_then_recall_returns_the_right_persons_facts_only(
         + json.dumps({"scope": "dm", "user_ids": ["1001"], "query": "anything"})
         + "\n"
     )
+    embed_requests = gemini.counters["embed"]["requests"]
     code, out, err = await run_cli("recall", "--queries", str(queries), env=env, cwd=tmp_path)
+    assert gemini.counters["embed"]["requests"] == embed_requests + 1  # both queries in one request
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 1 and "q.jsonl:2:" in err
     assert [r.get("line") for r in rows] == [1, 2, 3]

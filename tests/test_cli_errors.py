@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.memory.models import Decision, NewFact, Operation
 from bot.memory.store import Store
+from tests.fake_brain import FakeBrain
 from tests.gemini_standin import GeminiStandIn, hashed_embedding
 from tests.test_cli import clean_env, import_three_dm_facts, run_cli
 
@@ -155,6 +156,43 @@ async def test_importing_a_file_again_does_not_revive_what_was_superseded_since(
     assert [f["text"] for f in json.loads(out)] == ["Seven lives in Rome"]
     code, out, _ = await run_cli("stats", "--json", env=env, cwd=tmp_path)
     assert json.loads(out)["gemini_usage_last_run"] == {"marker": "the bot's own run"}  # imports leave it
+
+
+async def test_consolidated_import_says_what_became_of_each_line(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    gemini.generate_handler = FakeBrain()
+    env = gemini_env(tmp_path, gemini)
+    first = tmp_path / "first.jsonl"
+    first.write_text(
+        fact_line("7", "Seven lives in Oslo") + "\n" + fact_line("7", "Seven likes green tea") + "\n"
+    )
+    code, _, err = await run_cli("facts", "import", str(first), env=env, cwd=tmp_path)
+    assert code == 0, err
+    later = tmp_path / "later.jsonl"
+    later.write_text(
+        "\n".join(
+            [
+                fact_line("7", "Seven lives in Rome"),  # replaces Oslo
+                fact_line("7", "Seven plays chess on Sundays"),  # nothing like it known
+                fact_line("7", "Seven likes green tea!"),  # the same as a known fact, give or take a mark
+            ]
+        )
+    )
+    code, out, err = await run_cli(
+        "facts", "import", str(later), "--consolidate", "--json", env=env, cwd=tmp_path
+    )
+    report = json.loads(out)
+    assert code == 0, err
+    assert report["decisions"] == {"INVALIDATE": 1, "ADD": 1, "DUPLICATE": 1} and report["imported"] == 2
+    code, out, _ = await run_cli(
+        "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
+    )
+    assert sorted(f["text"] for f in json.loads(out)) == [
+        "Seven likes green tea",
+        "Seven lives in Rome",
+        "Seven plays chess on Sundays",
+    ]
 
 
 async def test_recall_and_reembed_report_a_gemini_failure_in_one_line(

@@ -143,14 +143,20 @@ class Recaller:
         self.pool = max(pool, facts_per_person)
         self.latencies_ms: list[float] = []
 
-    async def recall(self, scope: str, people: list[Participant], query: str) -> RecallResult:
-        """The facts to show Gemini for this conversation. Embedding errors propagate to the caller."""
+    async def recall(
+        self, scope: str, people: list[Participant], query: str, *, vector: list[float] | None = None
+    ) -> RecallResult:
+        """The facts to show Gemini for this conversation. Embedding errors propagate to the caller.
+
+        `vector`: the query's embedding when the caller already has it (many queries embedded at once).
+        """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
         if not people:
             return RecallResult("")
         query = query.strip()
-        vector = (await self.embedder.embed([query], "query"))[0] if query else None
+        if vector is None and query:
+            vector = (await self.embedder.embed([query], "query"))[0]
         ranked = await self.store.call(
             search_people,
             scope,

@@ -304,14 +304,20 @@ class MemoryService:
     # ---- recall ----------------------------------------------------------------------------------------
 
     async def recall(
-        self, scope: str, people: list[Participant], query: str, *, count_retrievals: bool = True
+        self,
+        scope: str,
+        people: list[Participant],
+        query: str,
+        *,
+        count_retrievals: bool = True,
+        vector: list[float] | None = None,
     ) -> RecallResult:
         """Facts of the people present, opted-out people excluded; retrieval counts updated off the hot path.
 
         The operator's `recall` command looks without counting, so evaluating memory leaves it unchanged.
         """
         present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
-        result = await self.recaller.recall(scope, present, query)
+        result = await self.recaller.recall(scope, present, query, vector=vector)
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Store.record_retrievals, result.fact_ids))
         return result
