@@ -154,7 +154,9 @@ class MemoryService:
         """Whether memory is on in this guild and none of these channels (thread, parent) is ignored."""
         if guild_id is None:
             return True
-        settings = self.guild(guild_id)
+        settings = self._guilds.get(str(guild_id))
+        if settings is None:  # never configured: the defaults, memory on and nothing ignored
+            return True
         return settings.memory_enabled and not any(
             str(c) in settings.ignored_channel_ids for c in channel_ids
         )
@@ -179,8 +181,11 @@ class MemoryService:
             return False
         if self.no_memory(message.content) or not worth_reading(message.content):
             return False
-        parent = None if parent_channel_id is None else str(parent_channel_id)
-        self.capture_buffer.submit(replace(message, content=clean(message.content), parent_channel_id=parent))
+        parent = message.parent_channel_id if parent_channel_id is None else str(parent_channel_id)
+        content = clean(message.content)
+        if content != message.content or parent != message.parent_channel_id:  # the hot path copies nothing
+            message = replace(message, content=content, parent_channel_id=parent)
+        self.capture_buffer.submit(message)
         return True
 
     def _wanted(self, message: BufferedMessage) -> bool:

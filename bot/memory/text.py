@@ -26,7 +26,7 @@ def starts_with_marker(text: str, marker: str) -> bool:
 
     "<@bot> !nomem ..." is addressed to the bot but still meant to be forgotten.
     """
-    return bool(marker) and _LEADING_MENTIONS.sub("", text, count=1).startswith(marker)
+    return bool(marker) and marker in text and _LEADING_MENTIONS.sub("", text, count=1).startswith(marker)
 
 
 def strip_background_blocks(text: str) -> str:
