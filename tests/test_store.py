@@ -230,9 +230,27 @@ def test_withdrawing_a_replaced_fact_does_not_bring_back_what_it_had_replaced(st
     assert [r[2] for r in store.forget_message("m2")] == [paris]
     assert [f.text for f in store.list_facts("guild:1", "alice")] == ["Alice lives in Berlin"]
     old = store.get_fact(lyon)
-    assert old is not None and old.status is FactStatus.MERGED and old.superseded_by == moved.fact_id
-    assert store.forget_message("m3") == [("guild:1", "alice", moved.fact_id)]  # now Lyon is current again
+    # Berlin replaced Lyon's line of facts without carrying its words: invalidated, not merged.
+    assert old is not None and old.status is FactStatus.INVALIDATED and old.superseded_by == moved.fact_id
+    # Lyon's own message goes: so does the old Lyon fact, but Berlin holds none of its words and stays.
+    assert store.forget_message("m1") == [("guild:1", "alice", lyon)]
+    assert [f.text for f in store.list_facts("guild:1", "alice")] == ["Alice lives in Berlin"]
+
+
+def test_history_relinks_as_merged_only_when_both_steps_were_merges(store: Store) -> None:
+    [lyon] = store.add_facts([fact("guild:1", "alice", "Alice lives in Lyon", unit(1.0), ["m1"])])
+    paris = merge(store, lyon, "Alice lives in Lyon, and Paris", "m2")
+    rome = merge(store, paris, "Alice lives in Lyon, and Paris, and Rome", "m3")
+    assert sorted(r[2] for r in store.forget_message("m2")) == [paris, rome]  # both hold "Paris"
     assert [f.text for f in store.list_facts("guild:1", "alice")] == ["Alice lives in Lyon"]
+
+
+def test_deleting_a_message_that_only_repeated_an_imported_fact_keeps_it(store: Store) -> None:
+    [tea] = store.add_facts([fact("guild:1", "alice", "Alice likes tea", unit(1.0), [])])
+    again = NewFact("guild:1", "alice", "Alice", "Alice likes tea", ["m9"])
+    store.apply_flush([Operation(Decision.DUPLICATE, again, tea)])
+    assert store.forget_message("m9") == []
+    assert [f.id for f in store.list_facts("guild:1", "alice")] == [tea]
 
 
 def test_a_source_deleted_while_the_flush_ran_is_not_kept_on_the_fact(store: Store) -> None:

@@ -984,8 +984,13 @@ class Store:
                 for old_id, old_text in replaced:
                     if row[2] == FactStatus.ACTIVE.value:
                         self._restore(old_id, row[0], row[1], old_text, now)
-                    else:  # the withdrawn fact was itself replaced since: its successor replaces these too
-                        self.conn.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (row[3], old_id))
+                    else:  # the withdrawn fact was itself replaced since: its successor replaces these too,
+                        # and carries their words only if both steps were merges
+                        self.conn.execute(
+                            "UPDATE facts SET superseded_by = ?, status = CASE WHEN status = 'merged' AND ? = "
+                            "'merged' THEN 'merged' ELSE 'invalidated' END WHERE id = ?",
+                            (row[3], row[2], old_id),
+                        )
                 self._delete_facts([fid])
                 self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((row[0], row[1], fid))
@@ -1012,7 +1017,9 @@ class Store:
             ]
             inherited = {mid for g in merged_from for mid in self._sources([g]).get(g, ())}
             added_words = bool(merged_from) and not only_confirms and message_id not in inherited
-            if set(sources.get(fid, ())) == {message_id} or added_words:
+            # A fact whose only source merely repeated it came from elsewhere (an import): it stays.
+            orphaned = set(sources.get(fid, ())) == {message_id} and not only_confirms
+            if orphaned or added_words:
                 carrying.add(fid)
         frontier = list(carrying)
         while frontier:  # a fact merged from a carrying fact carries its words too
