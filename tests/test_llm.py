@@ -533,3 +533,27 @@ async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: Ge
     finally:
         await gemini.aclose()
         await runner.cleanup()
+
+
+async def test_an_answer_without_candidates_or_block_reason_is_an_error_to_retry_not_a_refusal(
+    standin: GeminiStandIn,
+) -> None:
+    async def empty(request: web.Request) -> web.Response:
+        return web.json_response({"candidates": [], "usageMetadata": {"promptTokenCount": 3}})
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", empty)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    gemini = make_client(standin, base_url=f"http://127.0.0.1:{port}", max_retries=1)
+    try:
+        with pytest.raises(GeminiError) as raised:
+            await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+        assert not isinstance(raised.value, GeminiRefusal) and raised.value.retryable
+        assert gemini.usage.snapshot()["extract"]["retries"] == 1
+    finally:
+        await gemini.aclose()
+        await runner.cleanup()

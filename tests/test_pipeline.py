@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.llm.gemini import Purpose
+from bot.llm.gemini import GeminiRefusal, Purpose
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
 from bot.memory.service import MemoryEvent, MemoryService
 from bot.memory.store import Store
@@ -196,6 +196,22 @@ async def test_decisions_land_on_the_right_fact_however_the_model_reads_new_fact
         "Bob lives in Berlin",
         "Bob plays chess",
     ]
+
+
+async def test_a_refusal_to_consolidate_keeps_the_new_fact_instead_of_blocking_the_channel(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    def refuse(payload: dict[str, Any]) -> dict[str, Any]:
+        raise GeminiRefusal("blocked: SPII", purpose=Purpose.CONSOLIDATE)
+
+    await decide(service, llm, embedder, {"decision": "INVALIDATE", "target_fact_id": "OLD"})
+    llm.handlers[Purpose.CONSOLIDATE] = refuse
+    embedder.vectors["Alice lives in Lyon"] = angled(60)  # a candidate (Berlin, 40° away), no duplicate
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice lives in Lyon", ["m2"]))
+    await capture_and_flush(service, msg("m2", "alice", "I moved to Lyon"))
+    assert llm.count(Purpose.CONSOLIDATE) == 2  # the second call was refused ...
+    assert active_texts(service.store.sync, "alice") == ["Alice lives in Berlin", "Alice lives in Lyon"]
+    assert service.store.sync.count_pending() == 0  # ... and the flush went through
 
 
 async def test_duplicate_adds_nothing_but_the_source(

@@ -352,7 +352,7 @@ class GeminiClient:
                             yielded = True
                             yield text
                     if not saw_candidate:
-                        raise GeminiRefusal("Gemini returned no answer candidates", purpose=Purpose.CHAT)
+                        raise _MalformedAnswer("Gemini returned no answer candidates")
                     return
                 finally:
                     self.usage.add_tokens(Purpose.CHAT, metadata)
@@ -511,8 +511,8 @@ class GeminiClient:
             )
         candidates = response.candidates or []
         if not candidates:
-            if final:
-                raise GeminiRefusal("Gemini returned no answer candidates", purpose=purpose)
+            if final:  # no block reason given: an odd answer from the endpoint, not a verdict on the text
+                raise _MalformedAnswer("Gemini returned no answer candidates")
             return
         reason = _enum_text(candidates[0].finish_reason)
         if reason in REFUSAL_FINISH_REASONS:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from bot.llm.gemini import Embedder, Purpose
+from bot.llm.gemini import Embedder, GeminiRefusal, Purpose
 from bot.llm.prompts import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
@@ -235,12 +235,16 @@ class Consolidator:
     async def _decide(self, pending: list[_Pending]) -> list[Operation]:
         operations: list[Operation] = []
         for batch in self._batches(pending):
-            result = await self.llm.generate_json(
-                Purpose.CONSOLIDATE,
-                system=CONSOLIDATE_SYSTEM,
-                prompt=consolidation_prompt(self._items(batch)),
-                schema=ConsolidationResult,
-            )
+            try:
+                result = await self.llm.generate_json(
+                    Purpose.CONSOLIDATE,
+                    system=CONSOLIDATE_SYSTEM,
+                    prompt=consolidation_prompt(self._items(batch)),
+                    schema=ConsolidationResult,
+                )
+            except GeminiRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
+                log.info("Gemini refused to consolidate %d facts; keeping them as new: %s", len(batch), exc)
+                result = ConsolidationResult()
             decisions: dict[int, ConsolidationDecision] = {}
             for d in result.decisions:
                 decisions.setdefault(d.new_fact, d)
