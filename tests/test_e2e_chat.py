@@ -385,6 +385,11 @@ async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_w
         await w.discord.send_dm(w.alice, "", attachments=[IMAGE])
         note = await w.discord.wait_for_bot_message(dm, timeout=10)
         assert note["content"] == NO_TEXT_REPLY
+        # "@Bot" and a photo in a server: the mention is not words either.
+        await w.discord.send_message(w.general, w.bob, "", attachments=[IMAGE], mention_bot=True)
+        note = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert note["content"] == NO_TEXT_REPLY
+        assert w.chat_requests() == []
         # In an auto-reply channel an image alone is not answered at all.
         channel = w.alpha.channels["random"]
         w.bot.settings = dataclasses.replace(w.bot.settings, auto_reply_channel_ids=frozenset({channel}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 
 import discord
@@ -25,6 +26,7 @@ QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 REFUSED_REPLY = "Sorry, I can't help with that one."
+MENTIONS = re.compile(r"<(?:@[!&]?|#)\d+>")
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 
@@ -234,7 +236,7 @@ class Chat(commands.Cog):
         A reply to a message that was not captured (opted out, no-memory marker, ignored channel) is not
         captured either, since it may repeat what that message said.
         """
-        if not strip_background_blocks(message.clean_content).strip():  # an image or a sticker alone
+        if self.only_media(message):
             with contextlib.suppress(discord.HTTPException):
                 await message.reply(NO_TEXT_REPLY, mention_author=False)
             return
@@ -275,6 +277,12 @@ class Chat(commands.Cog):
                     message.guild.id,
                     f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
                 )
+
+    @staticmethod
+    def only_media(message: discord.Message) -> bool:
+        """An image, file or sticker with no words beside the mentions ("@Bot" + a photo)."""
+        words = strip_background_blocks(MENTIONS.sub("", message.content)).strip()
+        return not words and bool(message.attachments or message.stickers or not message.content.strip())
 
     async def show(
         self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool
