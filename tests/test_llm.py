@@ -557,3 +557,18 @@ async def test_an_answer_without_candidates_or_block_reason_is_an_error_to_retry
     finally:
         await gemini.aclose()
         await runner.cleanup()
+
+
+async def test_a_bare_list_and_mention_shaped_ids_are_read_and_a_zero_embedding_is_refused(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    standin.generate_handler = lambda body: json.dumps(
+        [{"user_id": "<@222>", "text": "Bob keeps bees", "source_message_ids": ["1"]}]
+    )
+    result = await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=ExtractionResult)
+    assert [(f.user_id, f.text) for f in result.facts] == [("222", "Bob keeps bees")]
+    assert len(standin.requests) == 1
+
+    standin.embed_handler = lambda text, task, dims: [0.0] * (dims or DIMS)
+    with pytest.raises(GeminiError, match="not a direction"):
+        await client.embed(["hello"], "query")

@@ -254,6 +254,9 @@ class GeminiClient:
             try:
                 return schema.model_validate_json(text)
             except pydantic.ValidationError as exc:
+                wrapped = _bare_list_as(schema, text)
+                if wrapped is not None:
+                    return wrapped
                 raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
 
         return await self._with_retries(purpose, attempt)
@@ -287,7 +290,13 @@ class GeminiClient:
                     raise _MalformedAnswer(
                         f"Gemini returned {len(embeddings)} embeddings for {len(chunk)} texts"
                     )
-                return [list(e.values or []) for e in embeddings]
+                batch = [list(e.values or []) for e in embeddings]
+                if any(not all(map(math.isfinite, v)) or not any(v) for v in batch):
+                    # A NaN or all-zero vector would match nothing (or everything) in cosine search.
+                    raise _MalformedAnswer(
+                        "Gemini returned an embedding that is not a direction (NaN or zero)"
+                    )
+                return batch
 
             batch = await self._with_retries(Purpose.EMBED, attempt)
             for values in batch:
@@ -573,6 +582,18 @@ def _strip_fences(text: str) -> str:
         return fenced.group(1)
     start, end = stripped.find("{"), stripped.rfind("}")
     return stripped[start : end + 1] if 0 <= start < end else stripped
+
+
+def _bare_list_as(schema: type[T], text: str) -> T | None:
+    """`[...]` read as `{"facts": [...]}` when the schema has that one list field; None when it does not fit."""
+    fields = list(schema.model_fields.items())
+    if len(fields) != 1 or not str(fields[0][1].annotation).startswith("list["):
+        return None
+    try:
+        items = json.loads(text)
+        return schema.model_validate({fields[0][0]: items}) if isinstance(items, list) else None
+    except (ValueError, pydantic.ValidationError):
+        return None
 
 
 def _normalised(values: Sequence[float]) -> list[float]:

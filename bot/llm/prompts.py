@@ -63,6 +63,14 @@ class ExtractedFact(_Lenient):
     def _no_sources(cls, value: Any) -> Any:
         return [] if value is None else value
 
+    @field_validator("user_id", mode="before")
+    @classmethod
+    def _plain_id(cls, value: Any) -> Any:
+        """ "<@222>" (the id as Discord writes a mention) is user 222."""
+        if isinstance(value, str) and (found := re.fullmatch(r"\s*<@!?(\d+)>\s*", value)):
+            return found.group(1)
+        return value
+
 
 class ExtractionResult(BaseModel):
     facts: list[ExtractedFact] = Field(default_factory=list)
