@@ -12,10 +12,11 @@ import pytest
 
 from bot.llm.gemini import GeminiBadAnswer, GeminiError, GeminiRefusal, Purpose
 from bot.memory.capture import FlushPolicy
+from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
-from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
 from tests.test_pipeline import SCOPE, msg
 
 
@@ -100,19 +101,35 @@ async def test_opting_out_drops_buffered_messages(service: MemoryService) -> Non
     assert await pending(service) == ["I collect coins"]
 
 
-async def test_opting_out_drops_the_bots_buffered_replies_after_that_persons_messages(
-    service: MemoryService,
-) -> None:
-    bot_turn = replace(msg("b0", "bot", "Welcome, everyone!"), is_bot=True)
-    service.capture(bot_turn, guild_id=100)
+async def test_opting_out_drops_the_bots_buffered_turns_in_that_scope(service: MemoryService) -> None:
+    service.capture(replace(msg("b0", "bot", "Welcome, everyone!"), is_bot=True), guild_id=100)
     service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id=100)
     service.capture(replace(msg("b1", "bot", "Noted, you live at 1 Elm Street"), is_bot=True), guild_id=100)
     service.capture(msg("m2", "alice", "I collect coins"), guild_id=100)
-    elsewhere = replace(msg("b2", "bot", "Hello in another channel", channel="c2"), is_bot=True)
+    elsewhere = replace(msg("b2", "bot", "Bob lives at 1 Elm Street", channel="c2"), is_bot=True)
     service.capture(elsewhere, guild_id=100)
+    other_server = replace(msg("b3", "bot", "Hello", channel="x1"), is_bot=True, scope="guild:200")
+    service.capture(other_server, guild_id=200)
     await service.set_opt_out(SCOPE, "bob", True)
-    assert await pending(service) == ["Welcome, everyone!", "I collect coins"]
-    assert [m.message_id for m in await service.store.call(Store.pending_messages, "c2", 10)] == ["b2"]
+    assert await pending(service) == ["I collect coins"]  # any reply of the bot here may repeat bob
+    assert await service.store.call(Store.pending_messages, "c2", 10) == []
+    assert [m.message_id for m in await service.store.call(Store.pending_messages, "x1", 10)] == ["b3"]
+
+
+async def test_forgetting_one_fact_drops_the_bots_buffered_turns_that_may_repeat_it(
+    service: MemoryService,
+) -> None:
+    [fid] = await service.store.call(
+        Store.add_facts,
+        [NewFact(SCOPE, "alice", "Alice", "Alice has a zebrafish diagnosis", [], embedding=unit(1.0))],
+    )
+    service.capture(
+        replace(msg("b1", "bot", "Sorry about the zebrafish diagnosis"), is_bot=True), guild_id=100
+    )
+    service.capture(msg("m2", "carol", "I collect coins"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    assert await service.forget(SCOPE, "alice", [fid]) == 1
+    assert await pending(service) == ["I collect coins"]
 
 
 async def test_forgetting_everything_drops_the_bots_replies_after_that_persons_messages(

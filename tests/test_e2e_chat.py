@@ -14,6 +14,8 @@ import pytest
 
 from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
+from bot.memory.models import NewFact
+from tests.discord_standin.model import thread_payload
 from tests.e2e import World, eventually, world
 from tests.fake_brain import system_text
 
@@ -286,11 +288,18 @@ async def test_a_reply_to_a_message_kept_out_of_memory_is_kept_out_too(tmp_path:
         await w.seen(w.general)
         for message in (secret, to_bob, to_alice):
             assert not await w.captured(message["id"])
-        await w.discord.send_message(w.general, w.carol, "I am a marathon runner", mention_bot=True)
+        # Carol's own message is captured, but the reply to it may repeat what bob and alice kept out.
+        said = await w.discord.send_message(w.general, w.carol, "I am a marathon runner", mention_bot=True)
         to_carol = await w.discord.wait_for_bot_message(
             w.general, lambda m: m["id"] not in (to_bob["id"], to_alice["id"]), timeout=10
         )
-        await eventually(lambda: w.captured(to_carol["id"]), what="capture of the reply to carol")
+        await w.seen(w.general)
+        assert await w.captured(said["id"]) and not await w.captured(to_carol["id"])
+        # In a conversation with nothing kept out, the bot's reply is kept as context.
+        quiet = w.alpha.channels["random"]
+        await w.discord.send_message(quiet, w.carol, "I run marathons", mention_bot=True)
+        in_quiet = await w.discord.wait_for_bot_message(quiet, timeout=10)
+        await eventually(lambda: w.captured(in_quiet["id"]), what="capture of the reply to carol")
 
 
 async def test_an_edit_that_adds_the_marker_takes_the_message_out_of_memory(tmp_path: Path) -> None:
@@ -421,3 +430,31 @@ async def test_a_flush_that_ends_during_shutdown_still_reaches_the_admin_log(tmp
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_the_author_of_a_pin_or_join_notice_is_not_in_the_conversation(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.bot.memory.import_facts(
+            [NewFact(f"guild:{w.alpha.id}", str(w.alice["id"]), "alice", "alice keeps a zebrafish", [])]
+        )
+        quiet = w.alpha.channels["random"]
+        await w.discord.send_message(quiet, w.alice, "", message_type=6)  # "alice pinned a message"
+        await w.discord.send_message(quiet, w.alice, "", message_type=7)  # "alice joined"
+        await w.discord.send_message(quiet, w.bob, "tell me about zebrafish", mention_bot=True)
+        await w.discord.wait_for_bot_message(quiet, timeout=10)
+        [request] = w.chat_requests()
+        assert "zebrafish" not in system_text(request) and people_in(request) == set()
+
+
+async def test_a_thread_the_bot_never_cached_is_still_known_as_part_of_an_ignored_channel(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        parent = w.alpha.channels["random"]
+        await w.bot.memory.set_channel_ignored(w.alpha.id, parent, True)
+        late = w.discord._snowflake()  # a thread the gateway never told the bot about
+        w.discord._add_channel(thread_payload(late, w.alpha.id, parent, w.alice["id"], "late"), w.alpha.id)
+        message = await w.discord.send_message(late, w.alice, "I am secretly moving to Tromso")
+        await w.seen(w.general)
+        assert not await w.captured(message["id"])
+        assert any(r.method == "GET" and r.path.endswith(f"/channels/{late}") for r in w.discord.requests)

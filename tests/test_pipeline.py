@@ -278,11 +278,15 @@ async def test_facts_about_non_participants_and_from_the_bot_are_refused(
         ("alice", "Alice is a baker", ["m1"]),
         ("dave", "Dave is in hospital", ["m1"]),  # Alice talked about Dave; Dave said nothing
         ("999", "The bot loves poems", ["b1"]),  # the bot's own turn
-        ("alice", "Alice wrote the bot's reply", ["b1"]),  # sources narrowed to Alice's own messages
+        ("alice", "Alice wrote the bot's reply", ["b1"]),  # cites only the bot's words
+        ("bob", "Bob is ill", ["m3"]),  # Carol's words, put on Bob
+        ("carol", "Carol knits", []),  # no sources given: all of Carol's messages here
     )
     await capture_and_flush(
         service,
         msg("m1", "alice", "I'm a baker. Dave is in hospital."),
+        msg("m2", "bob", "hey all"),
+        msg("m3", "carol", "Bob is ill, you know. I knit."),
         msg(
             "b1",
             "999",
@@ -291,13 +295,16 @@ async def test_facts_about_non_participants_and_from_the_bot_are_refused(
         ),
     )
     store = service.store.sync
-    assert store.stats()["people"] == 1
-    assert active_texts(store, "alice") == ["Alice is a baker", "Alice wrote the bot's reply"]
+    assert active_texts(store, "alice") == ["Alice is a baker"]
     assert all(f.source_message_ids == ("m1",) for f in store.list_facts(SCOPE, "alice"))
     assert store.list_facts(SCOPE, "dave") == [] and store.list_facts(SCOPE, "999") == []
+    assert store.list_facts(SCOPE, "bob") == []
+    assert [(f.text, f.source_message_ids) for f in store.list_facts(SCOPE, "carol")] == [
+        ("Carol knits", ("m3",))
+    ]
     [(_, payload)] = [c for c in llm.calls if c[0] is Purpose.EXTRACT]
-    assert payload["human_speakers"] == [{"user_id": "alice", "name": "Alice"}]
-    assert [m["bot"] for m in payload["messages"]] == [False, True]
+    assert [p["user_id"] for p in payload["human_speakers"]] == ["alice", "bob", "carol"]
+    assert [m["bot"] for m in payload["messages"]] == [False, False, False, True]
     assert "spy" not in str(payload) and "background_facts" not in str(payload)
 
 

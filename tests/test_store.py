@@ -290,3 +290,22 @@ def test_deleting_the_only_source_message_forgets_and_restores_what_it_replaced(
     )
     assert store.forget_message("m1") == []
     assert store.get_fact(paris).source_message_ids == ("m3",)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("withdraw", ["opt_out", "ignore", "disable", "delete"])
+def test_withdrawn_buffered_text_does_not_linger_in_the_files(tmp_path: Path, withdraw: str) -> None:
+    path = tmp_path / "w.sqlite3"
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    secret = "Quetzalcoatl-7781"
+    message = BufferedMessage("m1", "guild:1", "c1", "alice", "Alice", f"my password is {secret}", "t")
+    store.buffer_messages([(message, 1.0)])
+    {
+        "opt_out": lambda: store.set_opt_out("guild:1", "alice", True),
+        "ignore": lambda: store.set_channel_ignored("1", "c1", True),
+        "disable": lambda: store.update_guild_settings("1", memory_enabled=False),
+        "delete": lambda: store.forget_message("m1"),
+    }[withdraw]()
+    wal = path.with_name(path.name + "-wal")
+    raw = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")  # while still open
+    assert secret.encode() not in raw
+    store.close()

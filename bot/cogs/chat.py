@@ -26,6 +26,7 @@ QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 REFUSED_REPLY = "Sorry, I can't help with that one."
+UNKNOWN_PARENT = -1
 MENTIONS = re.compile(r"<(?:@[!&]?|#)\d+>")
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
@@ -42,6 +43,7 @@ def speaker_name(user: discord.abc.User) -> str:
 class Chat(commands.Cog):
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
+        self._parents: dict[int, int | None] = {}  # threads the bot had not cached: their parent channel
 
     # ---- capture -----------------------------------------------------------------------------------------
 
@@ -61,6 +63,13 @@ class Chat(commands.Cog):
         raw = content if own else message.content
         if not worth_reading(raw) or self.bot.memory.no_memory(raw):
             return False
+        parent = self.parent_channel_id(message.channel)
+        if parent == UNKNOWN_PARENT:
+            # A thread whose parent could not be learned: remember it only where no channel is ignored.
+            guild = self.bot.memory.guild(message.guild.id) if message.guild else None
+            if guild is not None and guild.ignored_channel_ids:
+                return False
+            parent = None
         return self.bot.memory.capture(
             BufferedMessage(
                 message_id=str(message.id),
@@ -74,13 +83,37 @@ class Chat(commands.Cog):
                 reply_to=None if reply_to is None else str(reply_to),
             ),
             guild_id=message.guild.id if message.guild else None,
-            parent_channel_id=getattr(message.channel, "parent_id", None),
+            parent_channel_id=parent,
         )
+
+    def parent_channel_id(self, channel: discord.abc.Messageable) -> int | None:
+        """A thread's parent channel: from the cache, or as learned by `learn_parent`."""
+        parent = getattr(channel, "parent_id", None)
+        return parent if parent is not None else self._parents.get(getattr(channel, "id", 0))
+
+    async def learn_parent(self, message: discord.Message) -> None:
+        """A thread the bot has not cached arrives as a partial channel without its parent: look it up once.
+
+        Without it, a thread of an ignored channel would be remembered.
+        """
+        channel = message.channel
+        if message.guild is None or not isinstance(channel, discord.PartialMessageable):
+            return
+        if channel.id in self._parents:
+            return
+        try:
+            fetched = await self.bot.fetch_channel(channel.id)
+        except discord.HTTPException as exc:
+            log.info("could not look up channel %s: %s", channel.id, exc)
+            self._parents[channel.id] = UNKNOWN_PARENT
+            return
+        self._parents[channel.id] = getattr(fetched, "parent_id", None)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
         if self.bot.shutting_down:  # memory is closing; a reply now could not remember or be remembered
             return
+        await self.learn_parent(message)
         captured = self.capture(message)
         if await self.should_reply(message):
             await self.reply(message, remember=captured)
@@ -122,7 +155,7 @@ class Chat(commands.Cog):
         own_role = message.guild.self_role  # the bot's managed role, which Discord's picker also offers
         if own_role is not None and own_role in message.role_mentions:
             return True
-        channel_ids = {message.channel.id, getattr(message.channel, "parent_id", None)}
+        channel_ids = {message.channel.id, self.parent_channel_id(message.channel)}
         if channel_ids & self.bot.settings.auto_reply_channel_ids:
             return worth_reading(message.content)  # an image alone in a busy channel needs no answer
         parent = await self.parent_of(message)
@@ -151,13 +184,14 @@ class Chat(commands.Cog):
             chain = [message]
             while len(chain) < limit and (parent := await self.parent_of(chain[-1])) is not None:
                 chain.append(parent)
-            return chain[::-1]
+            return [m for m in chain[::-1] if m.type in CAPTURED_TYPES or m is message]
         try:
             history = [m async for m in message.channel.history(limit=max(0, limit - 1), before=message)]
         except discord.HTTPException as exc:
             log.info("could not read history of channel %s: %s", message.channel.id, exc)
             history = []
-        return [*history[::-1], message]
+        # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
+        return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
     def turns(self, messages: list[discord.Message]) -> list[ChatTurn]:
         """Gemini turns: people by name as user turns, the bot's own messages as model turns."""
@@ -246,6 +280,9 @@ class Chat(commands.Cog):
         try:
             async with message.channel.typing():
                 messages = await self.conversation(message)
+                # A reply may repeat anything said in the conversation: if some of it was kept out of
+                # memory (opted out, !nomem), the reply is kept out too.
+                remember = remember and not any(self.kept_out(m) for m in messages)
                 turns = self.turns(messages)
                 system = await self.system_instruction(message, messages)
                 stream = self.bot.gemini.chat_stream(system=system, turns=turns)
@@ -277,6 +314,14 @@ class Chat(commands.Cog):
                     message.guild.id,
                     f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
                 )
+
+    def kept_out(self, message: discord.Message) -> bool:
+        """Whether a person's message in the conversation is one memory must not learn from."""
+        if message.author.bot:
+            return False
+        return self.bot.memory.is_opted_out(
+            scope_of(message), message.author.id
+        ) or self.bot.memory.no_memory(message.content)
 
     @staticmethod
     def only_media(message: discord.Message) -> bool:

@@ -98,8 +98,12 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
             continue
         if not worth_reading(text) or (user_id, text.casefold()) in seen:
             continue
-        seen.add((user_id, text.casefold()))
         sources = [mid for mid in item.source_message_ids if mid in own_messages[user_id]]
+        if item.source_message_ids and not sources:
+            # It cites only someone else's words (or the bot's): that is not the person saying it.
+            log.info("refused an extracted fact about %r: its sources are not their messages", user_id)
+            continue
+        seen.add((user_id, text.casefold()))
         accepted.append(
             NewFact(
                 scope=scope,

@@ -362,23 +362,24 @@ class Store:
                 self._event(None, scope, user_id, "opted_out", {"pending_dropped": dropped}, actor=user_id)
             else:
                 self._event(None, scope, user_id, "opted_in", {}, actor=user_id)
+        if opted_out:
+            self.checkpoint()  # the dropped messages' text must not linger in the WAL
         return dropped
 
     def _drop_pending_of(self, scope: str, user_id: str) -> int:
-        """Drop a person's buffered messages, and the bot's buffered turns after theirs in those channels.
+        """Drop a person's buffered messages, and every buffered turn of the bot in the scope.
 
-        The bot's replies are only context for extraction, but they may repeat what the person said, so
-        they go too. Returns how many of the person's own messages were dropped.
+        The bot's replies are only context for extraction, but any of them may repeat what the person
+        said or what was just forgotten, so they go too. Returns how many of the person's own messages
+        were dropped.
         """
-        self.conn.execute(
-            "DELETE FROM pending_messages AS p WHERE p.scope = ? AND p.is_bot = 1 AND p.seq > ("
-            "SELECT min(q.seq) FROM pending_messages AS q WHERE q.channel_id = p.channel_id "
-            "AND q.scope = p.scope AND q.author_id = ? AND q.is_bot = 0)",
-            (scope, user_id),
-        )
+        self._drop_bot_turns(scope)
         return self.conn.execute(
             "DELETE FROM pending_messages WHERE scope = ? AND author_id = ? AND is_bot = 0", (scope, user_id)
         ).rowcount
+
+    def _drop_bot_turns(self, scope: str) -> None:
+        self.conn.execute("DELETE FROM pending_messages WHERE scope = ? AND is_bot = 1", (scope,))
 
     def opted_out(self) -> set[tuple[str, str]]:
         return {
@@ -420,6 +421,8 @@ class Store:
                 )
             if changes.get("memory_enabled") is False:  # switched off: nothing buffered is read later
                 self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (guild_scope(guild_id),))
+        if changes.get("memory_enabled") is False:
+            self.checkpoint()
         return self.guild_settings().get(guild_id, GuildSettings(guild_id))
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
@@ -437,6 +440,8 @@ class Store:
                     "DELETE FROM ignored_channels WHERE guild_id = ? AND channel_id = ?",
                     (guild_id, channel_id),
                 )
+        if ignored:
+            self.checkpoint()
 
     def get_state(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM app_state WHERE key = ?", (key,)).fetchone()
@@ -487,10 +492,13 @@ class Store:
 
     def delete_pending_messages(self, message_ids: Sequence[str]) -> int:
         with self._tx():
-            return sum(
+            deleted = sum(
                 self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,)).rowcount
                 for mid in message_ids
             )
+        if deleted:
+            self.checkpoint()  # a deleted message's text must not linger in the WAL
+        return deleted
 
     def drop_lone_bot_turns(self) -> int:
         """Drop the bot's buffered turns in channels with no person's message left to give them context.
@@ -943,6 +951,8 @@ class Store:
                     ).fetchone()
                 ]
                 ids = self._chain(own)
+                if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
+                    self._drop_bot_turns(scope)
             self._delete_facts(ids)
             if ids or fact_ids is None:
                 self._event(
@@ -962,9 +972,9 @@ class Store:
         removed: list[tuple[str, str, int]] = []
         now = iso(utcnow())
         with self._tx():
-            self.conn.execute(
+            buffered = self.conn.execute(
                 "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
-            )
+            ).rowcount
             carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
@@ -994,7 +1004,7 @@ class Store:
                 self._delete_facts([fid])
                 self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((row[0], row[1], fid))
-        if removed:
+        if removed or buffered:
             self.checkpoint()
         return removed
 
