@@ -309,3 +309,30 @@ def test_withdrawn_buffered_text_does_not_linger_in_the_files(tmp_path: Path, wi
     raw = path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")  # while still open
     assert secret.encode() not in raw
     store.close()
+
+
+def test_a_duplicate_of_a_fact_merged_in_the_same_flush_confirms_the_merged_one(store: Store) -> None:
+    [cat] = store.add_facts([fact("guild:1", "alice", "Alice has a cat", unit(1.0), ["m1"])])
+    named = NewFact("guild:1", "alice", "Alice", "Alice's cat is Tom", ["m2"], embedding=unit(1.0, 0.2))
+    again = NewFact("guild:1", "alice", "Alice", "Alice owns a cat", ["m3"], embedding=unit(1.0, 0.01))
+    merged, repeated = store.apply_flush(
+        [
+            Operation(Decision.MERGE, named, cat, merged_text="Alice has a cat called Tom"),
+            Operation(Decision.DUPLICATE, again, cat),
+        ]
+    )
+    assert repeated.decision is Decision.DUPLICATE and repeated.fact_id == merged.fact_id
+    [current] = store.list_facts("guild:1", "alice")
+    assert current.text == "Alice has a cat called Tom" and "m3" in current.source_message_ids
+
+
+def test_a_merged_fact_replaced_before_its_own_vector_came_still_gets_it(store: Store) -> None:
+    [cat] = store.add_facts([fact("guild:1", "alice", "Alice has a cat", unit(1.0), ["m1"])])
+    first = merge(store, cat, "Alice has a cat, and a dog", "m2")
+    second = merge(store, first, "Alice has a cat, and a dog, and a fish", "m3")
+    assert [fid for fid, _ in store.stale_facts()] == [first, second]
+    store.apply_flush([], refreshed=[(first, unit(0.0, 1.0)), (second, unit(0.0, 0.0, 1.0))])
+    assert store.stale_facts() == []
+    store.forget_message("m3")  # the fish goes: the dog version is current again, with its own vector
+    [(hit, distance)] = store.knn("guild:1", "alice", unit(0.0, 1.0), 1)
+    assert hit.id == first and distance == pytest.approx(0.0, abs=1e-6)

@@ -735,6 +735,23 @@ class Store:
         self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
         self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (old_id,))
 
+    def _current_version(self, fact_id: int) -> int:
+        """The active fact that replaced this one by merges (itself when active or not merged away)."""
+        seen = {fact_id}
+        while (
+            (
+                row := self.conn.execute(
+                    "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'", (fact_id,)
+                ).fetchone()
+            )
+            is not None
+            and row[0] is not None
+            and row[0] not in seen
+        ):
+            fact_id = row[0]
+            seen.add(fact_id)
+        return fact_id
+
     def _active_owner(self, fact_id: int) -> tuple[str, str, str] | None:
         row = self.conn.execute(
             "SELECT scope, user_id, text FROM facts WHERE id = ? AND status = 'active'", (fact_id,)
@@ -799,7 +816,12 @@ class Store:
                         fact, source_message_ids=[m for m in fact.source_message_ids if m not in withdrawn]
                     )
                 decision = op.decision
-                target = self._active_owner(op.target_id) if op.target_id is not None else None
+                target_id = op.target_id
+                if decision is Decision.DUPLICATE and target_id is not None:
+                    # Another decision of this flush may have replaced the target already: repeat its successor.
+                    target_id = self._current_version(target_id)
+                    op = replace(op, target_id=target_id)
+                target = self._active_owner(target_id) if target_id is not None else None
                 if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
                     target is None or target[:2] != (fact.scope, fact.user_id)
                 ):
@@ -894,8 +916,12 @@ class Store:
 
     def _refresh_vectors(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
         for fact_id, vector in vectors:
+            blob = vector_blob(vector)
+            self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fact_id))
+            # Superseded since: its kept vector is what a later restore searches with, so it gets the refresh.
             self.conn.execute(
-                "UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (vector_blob(vector), fact_id)
+                "UPDATE facts SET archived_embedding = ? WHERE id = ? AND archived_embedding IS NOT NULL",
+                (blob, fact_id),
             )
             self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fact_id,))
 
