@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from bot.llm.gemini import GeminiBadAnswer, GeminiError, GeminiRefusal, Purpose
+from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
 from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
@@ -499,3 +501,58 @@ async def test_a_switch_made_before_a_queued_message_is_written_still_applies_to
     service._guilds["100"] = replace(service.guild(100), ignored_channel_ids={"c2"})
     assert await pending(service) == ["I collect shells"]
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
+
+
+def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> None:
+    """Make Store.<name> raise the next `times` calls, as a locked or full database would."""
+    original = getattr(Store, name)
+    left = [times]
+
+    def flaky(self: Store, *args: Any, **kwargs: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, name, flaky)
+
+
+async def test_a_failed_write_retries_only_what_did_not_commit(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.capture(msg("m2", "alice", "I like tea"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    fail_once(monkeypatch, "update_pending_message")
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
+    await service.message_edited("m2", "I like green tea")  # same batch: the add commits, the edit fails
+    await asyncio.sleep(0.3)
+    await service.store.call(Store.delete_pending_messages, ["m1"])  # a flush took m1 meanwhile
+    await service.capture_buffer.wait_written()
+    assert await pending(service) == ["I like green tea"]  # m1 was not written a second time
+
+
+async def test_a_forget_all_holds_even_when_queued_messages_are_written_late(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_module, "SETTLE_SECONDS", 0.2)
+    fail_once(monkeypatch, "buffer_messages", times=2)  # the writer is stuck for about two seconds
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    await asyncio.sleep(0.05)
+    await service.forget(SCOPE, "alice", None)
+    await service.capture_buffer.wait_written()
+    assert await pending(service) == []
+
+
+async def test_a_deletion_survives_a_failed_write_and_an_opt_out_failure_changes_nothing(
+    service: MemoryService, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    await service.flush_now()
+    fail_once(monkeypatch, "forget_message")
+    assert await service.message_deleted("m1") == 1
+    assert await service.list_facts(SCOPE, "alice") == []
+    fail_once(monkeypatch, "set_opt_out")
+    with pytest.raises(sqlite3.OperationalError):
+        await service.set_opt_out(SCOPE, "bob", True)
+    assert not service.is_opted_out(SCOPE, "bob")  # the database did not record it, so neither does memory

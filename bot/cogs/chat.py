@@ -120,29 +120,32 @@ class Chat(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if "content" not in payload.data or self.bot.shutting_down:
+        if "content" not in payload.data:
             return
         if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
-            await self.bot.memory.message_deleted(payload.message_id)
-        else:
+            await self.forget_deleted([payload.message_id])
+        elif not self.bot.shutting_down:
             await self.bot.memory.message_edited(payload.message_id, payload.message.clean_content)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        if self.bot.shutting_down:
-            log.warning("message %s was deleted during shutdown; its facts stay", payload.message_id)
-            return
-        await self.bot.memory.message_deleted(payload.message_id)
+        await self.forget_deleted([payload.message_id])
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        if self.bot.shutting_down:
-            log.warning(
-                "%d messages were deleted during shutdown; their facts stay", len(payload.message_ids)
-            )
-            return
-        for message_id in payload.message_ids:
-            await self.bot.memory.message_deleted(message_id)
+        await self.forget_deleted(sorted(payload.message_ids))
+
+    async def forget_deleted(self, message_ids: list[int]) -> None:
+        """Take deleted messages out of memory, during shutdown too while the database is still open."""
+        for message_id in message_ids:
+            try:
+                await self.bot.memory.message_deleted(message_id)
+            except Exception:
+                log.error(
+                    "message %s was deleted but what was learned from it could not be forgotten",
+                    message_id,
+                    exc_info=True,
+                )
 
     # ---- when to reply -------------------------------------------------------------------------------------
 

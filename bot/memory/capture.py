@@ -156,36 +156,41 @@ class CaptureBuffer:
                 continue
             self._writing = True
             try:
-                await self._write(ops)
-            except Exception:
-                log.exception("writing %d captured messages failed; retrying", len(ops))
-                self._queue[:0] = ops
+                done = await self._write(ops)
+            finally:
+                self._writing = False
+            if done < len(ops):  # only what did not commit is tried again (a replay could revive a message)
+                self._queue[:0] = ops[done:]
                 await asyncio.sleep(1.0)
                 self._wakeup.set()
                 continue
-            finally:
-                self._writing = False
             self._written.set()
 
-    async def _write(self, ops: list[_Op]) -> None:
-        """Apply a run of operations in order; consecutive adds go in one transaction."""
-        adds: list[tuple[BufferedMessage, float]] = []
-        for op in ops:
-            if op.kind == "add" and op.message is not None:
-                adds.append((op.message, op.at))
-                continue
-            if adds:
-                await self._write_adds(adds)
-                adds = []
-            if op.kind == "edit":
-                await self.store.call(Store.update_pending_message, op.message_id, op.content)
-            else:
-                await self.store.call(Store.delete_pending_messages, [op.message_id])
-        if adds:
-            await self._write_adds(adds)
+    async def _write(self, ops: list[_Op]) -> int:
+        """Apply a run of operations in order, consecutive adds in one transaction; returns how many committed.
 
-    async def _write_adds(self, adds: list[tuple[BufferedMessage, float]]) -> None:
-        adds = [(message, at) for message, at in adds if self.accept(message)]
+        On a failure it stops there and logs it; the caller queues the rest again.
+        """
+        done = 0
+        try:
+            for index, op in enumerate(ops):
+                if op.kind == "add" and op.message is not None:
+                    continue  # gathered into the run of adds written before the next other operation
+                await self._write_adds(ops[done:index])
+                done = index
+                if op.kind == "edit":
+                    await self.store.call(Store.update_pending_message, op.message_id, op.content)
+                else:
+                    await self.store.call(Store.delete_pending_messages, [op.message_id])
+                done = index + 1
+            await self._write_adds(ops[done:])
+            return len(ops)
+        except Exception:
+            log.exception("writing %d captured operations failed; retrying", len(ops) - done)
+            return done
+
+    async def _write_adds(self, ops: list[_Op]) -> None:
+        adds = [(op.message, op.at) for op in ops if op.message is not None and self.accept(op.message)]
         if not adds:
             return
         await self.store.call(Store.buffer_messages, adds)

@@ -19,7 +19,7 @@ from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError,
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
 from bot.memory.extract import JsonModel, extract_facts
-from bot.memory.models import AppliedChange, BufferedMessage, Fact, GuildSettings, NewFact
+from bot.memory.models import AppliedChange, BufferedMessage, Fact, GuildSettings, NewFact, iso, utcnow
 from bot.memory.recall import Participant, Recaller, RecallResult
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, starts_with_marker, worth_reading
@@ -87,6 +87,7 @@ class MemoryService:
         )
         self._listeners: list[Listener] = []
         self._opted_out: set[tuple[str, str]] = set()
+        self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
         self._guilds: dict[str, GuildSettings] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.recall_failures = 0
@@ -192,6 +193,9 @@ class MemoryService:
         """Asked as a queued message is written: an opt-out or switch made since its capture wins."""
         if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
             return False
+        forgotten = self._forgotten_at.get((message.scope, message.author_id))
+        if forgotten is not None and message.created_at <= forgotten:  # said before a forget-all
+            return False
         return self.still_captured(message)
 
     async def _settle_queue(self) -> None:
@@ -220,10 +224,21 @@ class MemoryService:
         else:
             self.capture_buffer.edit(str(message_id), clean(content))
 
-    async def message_deleted(self, message_id: int | str) -> int:
-        """Drop a deleted message from the buffer and forget facts whose only source it was."""
+    async def message_deleted(self, message_id: int | str, *, attempts: int = 5) -> int:
+        """Drop a deleted message from the buffer and forget what was learned from it.
+
+        A failing write is tried again (a few times, a second apart): a deletion must not be lost.
+        """
         self.capture_buffer.delete(str(message_id))
-        removed = await self.store.call(Store.forget_message, str(message_id))
+        for attempt in range(1, attempts + 1):
+            try:
+                removed = await self.store.call(Store.forget_message, str(message_id))
+                break
+            except Exception:
+                if attempt == attempts:
+                    raise
+                log.warning("forgetting deleted message %s failed; trying again", message_id, exc_info=True)
+                await asyncio.sleep(1.0)
         for scope, user_id, _ in removed:
             self._emit(
                 MemoryEvent("forgotten", scope, {"user_id": user_id, "count": 1, "reason": "source deleted"})
@@ -354,6 +369,7 @@ class MemoryService:
     ) -> int:
         """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
         if fact_ids is None:  # messages still queued for the buffer are part of "everything"
+            self._forgotten_at[(scope, str(user_id))] = iso(utcnow())
             await self._settle_queue()
         count = await self.store.call(
             Store.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
@@ -381,7 +397,12 @@ class MemoryService:
             await self._settle_queue()
             self._opted_out.add((scope, str(user_id)))
             await self._settle_queue()
-        await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
+        try:
+            await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
+        except Exception:
+            if opted_out:  # memory says what the database says
+                self._opted_out.discard((scope, str(user_id)))
+            raise
         if not opted_out:
             self._opted_out.discard((scope, str(user_id)))
         self._emit(MemoryEvent("opted_out" if opted_out else "opted_in", scope, {"user_id": str(user_id)}))
@@ -390,22 +411,39 @@ class MemoryService:
 
     async def update_guild(self, guild_id: int | str, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
+        before = self._guilds.get(str(guild_id))
         if changes.get("memory_enabled") is False:
             self._guilds[str(guild_id)] = replace(self.guild(guild_id), memory_enabled=False)
             await self._settle_queue()
-        settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
+        try:
+            settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
+        except Exception:
+            self._restore_guild(guild_id, before)
+            raise
         self._guilds[str(guild_id)] = settings
         return settings
 
+    def _restore_guild(self, guild_id: int | str, before: GuildSettings | None) -> None:
+        """After a failed write the cache goes back to what the database still says."""
+        if before is None:
+            self._guilds.pop(str(guild_id), None)
+        else:
+            self._guilds[str(guild_id)] = before
+
     async def set_channel_ignored(self, guild_id: int | str, channel_id: int | str, ignored: bool) -> None:
         """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""
+        before = self._guilds.get(str(guild_id))
         if ignored:
             current = self.guild(guild_id)
             self._guilds[str(guild_id)] = replace(
                 current, ignored_channel_ids={*current.ignored_channel_ids, str(channel_id)}
             )
             await self._settle_queue()
-        await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
+        try:
+            await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
+        except Exception:
+            self._restore_guild(guild_id, before)
+            raise
         self._guilds = await self.store.call(Store.guild_settings)
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
