@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.admin", "bot.cogs.errors")
 SHUTDOWN_TIMEOUT_SECONDS = 5.0  # running flushes get this long to finish; the rest stays buffered
 ADMIN_LOG_STOP_SECONDS = 1.5
+DEV_GUILD_STATE = "command_dev_guild"  # the server commands were last synced to, to clear when it changes
 
 
 def intents() -> discord.Intents:
@@ -111,14 +112,22 @@ class MemoryBot(commands.Bot):
         await self.sync_commands()
 
     async def sync_commands(self) -> None:
-        """Sync app commands to DEV_GUILD_ID (instant) or globally, only when their definitions changed."""
+        """Sync app commands to DEV_GUILD_ID (instant) or globally, only when Discord lacks them.
+
+        A restart with the same commands costs one GET instead of a sync (whose rate limit is tight);
+        another application, commands removed on Discord's side, or changed definitions sync again.
+        Leaving DEV_GUILD_ID clears that server's copies, which would otherwise show every command twice.
+        """
         guild = discord.Object(id=self.settings.dev_guild_id) if self.settings.dev_guild_id else None
+        await self._clear_former_dev_guild(guild)
         if guild is not None:
             self.tree.copy_global_to(guild=guild)
         payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-        key = f"command_hash:{guild.id if guild else 'global'}"
-        if await self.memory.store.call(Store.get_state, key) == digest:
+        key = f"command_hash:{self.application_id}:{guild.id if guild else 'global'}"
+        if await self.memory.store.call(Store.get_state, key) == digest and await self._commands_present(
+            guild, {c["name"] for c in payload}
+        ):
             log.info("app commands unchanged; not syncing")
             return
         try:
@@ -132,7 +141,31 @@ class MemoryBot(commands.Bot):
             )
             return
         await self.memory.store.call(Store.set_state, key, digest)
+        await self.memory.store.call(Store.set_state, DEV_GUILD_STATE, str(guild.id) if guild else "")
         log.info("synced %d app commands %s", len(synced), f"to guild {guild.id}" if guild else "globally")
+
+    async def _commands_present(self, guild: discord.Object | None, names: set[str]) -> bool:
+        """Whether Discord has every command by name (it may have lost them, or this is a new application)."""
+        try:
+            remote = await self.tree.fetch_commands(guild=guild)
+        except discord.HTTPException as exc:
+            log.warning("could not list the app commands Discord has (%s); not syncing", exc.status)
+            return True
+        return names <= {c.name for c in remote}
+
+    async def _clear_former_dev_guild(self, guild: discord.Object | None) -> None:
+        former = await self.memory.store.call(Store.get_state, DEV_GUILD_STATE)
+        if not former or (guild is not None and str(guild.id) == former):
+            return
+        target = discord.Object(id=int(former))
+        self.tree.clear_commands(guild=target)
+        try:
+            await self.tree.sync(guild=target)
+        except discord.HTTPException as exc:
+            log.warning("could not remove the commands of former DEV_GUILD_ID %s: %s", former, exc.status)
+            return
+        await self.memory.store.call(Store.set_state, DEV_GUILD_STATE, "")
+        log.info("removed the app commands synced to former DEV_GUILD_ID %s", former)
 
     async def on_ready(self) -> None:
         stats = await self.memory.stats()

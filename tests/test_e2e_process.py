@@ -203,3 +203,49 @@ async def test_a_failed_command_sync_does_not_stop_the_bot(
     assert any("syncing app commands failed" in line for line in bot.lines)
     bot.proc.send_signal(signal.SIGTERM)
     assert await bot.finish() == 0
+
+
+def command_puts(discord_standin: DiscordStandIn) -> list[str]:
+    return [r.path for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
+
+
+async def start_and_stop(env: dict[str, str], cwd: Path) -> None:
+    bot = await start_bot(env, cwd)
+    await bot.wait_line("ready as")
+    bot.proc.send_signal(signal.SIGTERM)
+    assert await bot.finish() == 0
+
+
+async def test_commands_are_synced_again_when_discord_lacks_them_and_a_dev_guild_is_cleared(
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+) -> None:
+    discord_standin, gemini = stand_ins
+    dev = discord_standin.add_guild("Dev")
+    env = bot_env(discord_standin, gemini, tmp_path)
+    await start_and_stop({**env, "DEV_GUILD_ID": str(dev.id)}, tmp_path)
+    assert command_puts(discord_standin) == [
+        f"/applications/{discord_standin.application_id}/guilds/{dev.id}/commands"
+    ]
+    # Back to global commands: the dev server's copies are removed, or it would show each command twice.
+    await start_and_stop(env, tmp_path)
+    assert discord_standin.synced_commands[dev.id] == []
+    assert {c["name"] for c in discord_standin.synced_commands[None]} >= {"facts", "forget", "memory"}
+    puts = len(command_puts(discord_standin))
+    # Someone removed the commands on Discord's side: the next start puts them back.
+    discord_standin.synced_commands[None] = []
+    await start_and_stop(env, tmp_path)
+    assert len(command_puts(discord_standin)) == puts + 1 and discord_standin.synced_commands[None]
+    await start_and_stop(env, tmp_path)  # and then leaves them alone
+    assert len(command_puts(discord_standin)) == puts + 1
+
+
+async def test_another_application_on_the_same_database_gets_its_commands(
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+) -> None:
+    discord_standin, gemini = stand_ins
+    discord_standin.add_guild("Alpha")
+    await start_and_stop(bot_env(discord_standin, gemini, tmp_path), tmp_path)
+    async with DiscordStandIn() as other_application:
+        other_application.add_guild("Alpha")
+        await start_and_stop(bot_env(other_application, gemini, tmp_path), tmp_path)
+        assert len(command_puts(other_application)) == 1 and other_application.synced_commands[None]
