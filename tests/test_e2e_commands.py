@@ -591,3 +591,21 @@ async def test_the_optout_forget_button_pressed_after_opting_back_in_does_not_sa
         done = await click(w, w.alice, inter.original_message_id, "optout:forget")
         assert done["data"]["content"] == "Forgot 1 fact."
         assert count_facts(w, w.alpha, w.alice) == 0
+
+
+async def test_unignore_says_so_when_nothing_was_ignored(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        random = w.alpha.channels["random"]
+        _, data = await command(
+            w, w.alice, "memory-admin", w.alpha, subcommand="unignore", options={"channel": random}
+        )
+        assert data["content"] == f"<#{random}> isn't ignored; nothing changed."
+        _, data = await command(
+            w, w.alice, "memory-admin", w.alpha, subcommand="ignore", options={"channel": random}
+        )
+        assert data["content"].startswith(f"I won't remember messages in <#{random}> (or its threads)")
+        _, data = await command(
+            w, w.alice, "memory-admin", w.alpha, subcommand="unignore", options={"channel": random}
+        )
+        assert data["content"] == f"I may remember messages in <#{random}> again."
+        assert w.bot.memory.guild(w.alpha.id).ignored_channel_ids == set()

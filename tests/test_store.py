@@ -336,3 +336,18 @@ def test_a_merged_fact_replaced_before_its_own_vector_came_still_gets_it(store: 
     store.forget_message("m3")  # the fish goes: the dog version is current again, with its own vector
     [(hit, distance)] = store.knn("guild:1", "alice", unit(0.0, 1.0), 1)
     assert hit.id == first and distance == pytest.approx(0.0, abs=1e-6)
+
+
+def test_autocomplete_search_takes_underscores_and_percent_literally_and_the_shown_id(store: Store) -> None:
+    ids = store.add_facts(
+        [
+            fact("guild:1", "bob", "Bob uses snake_case names", unit(1.0)),
+            fact("guild:1", "bob", "Bob owns a snakecase shirt", unit(0.0, 1.0)),
+            fact("guild:1", "bob", "Bob gives 100% always", unit(0.0, 0.0, 1.0)),
+        ]
+    )
+    assert [f.text for f in store.search_own_facts("guild:1", "bob", "snake_case")] == [
+        "Bob uses snake_case names"
+    ]
+    assert [f.text for f in store.search_own_facts("guild:1", "bob", "100%")] == ["Bob gives 100% always"]
+    assert [f.id for f in store.search_own_facts("guild:1", "bob", f"#{ids[1]}")] == [ids[1]]

@@ -203,13 +203,26 @@ class Admin(commands.Cog, name="admin"):
             interaction,
             self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, True),
             f"turned memory off in {channel.mention}",
-            f"I won't remember messages in {channel.mention} (or its threads), and the ones there I "
-            "hadn't read yet are dropped.",
+            f"I won't remember messages in {channel.mention}"
+            + ("" if isinstance(channel, app_commands.AppCommandThread) else " (or its threads)")
+            + ", and the ones there I hadn't read yet are dropped.",
         )
 
     @admin_group.command(name="unignore", description="Remember messages in an ignored channel again")
     @app_commands.describe(channel="The channel to stop ignoring")
     async def unignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
+        ignored = self.bot.memory.guild(guild_id(interaction)).ignored_channel_ids
+        parent = getattr(channel, "parent_id", None)
+        if str(channel.id) not in ignored:
+            if parent is not None and str(parent) in ignored:
+                content = (
+                    f"{channel.mention} is in <#{parent}>, which is ignored, so it stays ignored: "
+                    f"unignore <#{parent}> to remember its threads again."
+                )
+            else:
+                content = f"{channel.mention} isn't ignored; nothing changed."
+            await interaction.response.send_message(content, ephemeral=True)
+            return
         await self.change(
             interaction,
             self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, False),

@@ -641,11 +641,14 @@ class Store:
         return _fact(row, self._sources([fact_id]).get(fact_id, ())) if row else None
 
     def search_own_facts(self, scope: str, user_id: str, prefix: str, limit: int = 25) -> list[Fact]:
-        """Active facts whose text or id contains `prefix`, for autocomplete."""
-        needle = f"%{prefix.strip().replace('%', '').replace('_', '')}%"
+        """Active facts whose text or id contains `prefix`, for autocomplete ("#12" as shown finds fact 12)."""
+        typed = prefix.strip()
+        typed = typed[1:] if typed.startswith("#") and typed[1:].isdigit() else typed
+        needle = "%" + typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self.conn.execute(
             f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE scope = ? AND user_id = ? AND status = 'active' "
-            "AND (text LIKE ? OR CAST(id AS TEXT) LIKE ?) ORDER BY recorded_at DESC, id DESC LIMIT ?",
+            "AND (text LIKE ? ESCAPE '\\' OR CAST(id AS TEXT) LIKE ? ESCAPE '\\') "
+            "ORDER BY recorded_at DESC, id DESC LIMIT ?",
             (scope, user_id, needle, needle, limit),
         ).fetchall()
         return [_fact(r) for r in rows]
