@@ -19,7 +19,7 @@ from typing import Any
 import discord
 
 from bot.discord_text import split_message
-from bot.memory.models import AppliedChange, Decision
+from bot.memory.models import AppliedChange, Decision, guild_id_of
 from bot.memory.service import MemoryEvent
 
 log = logging.getLogger(__name__)
@@ -38,12 +38,6 @@ _DECISION_WORDS = (
 def plural(count: int, word: str, many: str | None = None) -> str:
     """'1 fact', '3 facts'."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
-
-
-def guild_id_of(scope: str) -> int | None:
-    """The guild id of a `guild:<id>` scope; None for DMs (their events are never posted to a guild)."""
-    prefix, _, rest = scope.partition(":")
-    return int(rest) if prefix == "guild" and rest.isdigit() else None
 
 
 def _names(changes: list[AppliedChange]) -> str:

@@ -22,7 +22,7 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiError
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
-from bot.memory.models import Decision, NewFact, valid_scope
+from bot.memory.models import Decision, NewFact, is_discord_id, valid_scope
 from bot.memory.recall import Participant
 from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
@@ -47,17 +47,8 @@ class CliError(Exception):
         self.lines = list(lines)
 
 
-def is_discord_id(text: str) -> bool:
-    """Discord ids are ASCII digits; str.isdigit alone also accepts '²' or Arabic-Indic digits."""
-    return text.isascii() and text.isdigit()
-
-
-def is_scope(text: str) -> bool:
-    return valid_scope(text) and text.isascii()
-
-
 def _scope(text: str) -> str:
-    if not is_scope(text):
+    if not valid_scope(text):
         raise argparse.ArgumentTypeError(f"invalid scope {text!r}: expected guild:<id> or dm")
     return text
 
@@ -345,7 +336,7 @@ def parse_line(raw: bytes, *, first: bool = False) -> dict[str, Any] | ValueErro
 
 def _scope_field(item: dict[str, Any]) -> str:
     scope = item.get("scope")
-    if not isinstance(scope, str) or not is_scope(scope):
+    if not isinstance(scope, str) or not valid_scope(scope):
         raise ValueError("'scope' must be guild:<id> or dm")
     return scope
 

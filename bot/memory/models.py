@@ -14,12 +14,20 @@ def guild_scope(guild_id: int | str | None) -> str:
     return f"guild:{guild_id}" if guild_id else DM_SCOPE
 
 
+def is_discord_id(text: str) -> bool:
+    """Discord ids are ASCII digits; str.isdigit alone also accepts '²' or Arabic-Indic digits."""
+    return text.isascii() and text.isdigit()
+
+
 def valid_scope(scope: str) -> bool:
     """Whether `scope` is `dm` or `guild:<digits>`."""
-    if scope == DM_SCOPE:
-        return True
+    return scope == DM_SCOPE or guild_id_of(scope) is not None
+
+
+def guild_id_of(scope: str) -> int | None:
+    """The guild id of a `guild:<id>` scope; None for DMs."""
     prefix, _, rest = scope.partition(":")
-    return prefix == "guild" and rest.isdigit()
+    return int(rest) if prefix == "guild" and is_discord_id(rest) else None
 
 
 def utcnow() -> datetime:

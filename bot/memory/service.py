@@ -19,7 +19,16 @@ from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError,
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
 from bot.memory.extract import JsonModel, extract_facts
-from bot.memory.models import AppliedChange, BufferedMessage, Fact, GuildSettings, NewFact, iso, utcnow
+from bot.memory.models import (
+    AppliedChange,
+    BufferedMessage,
+    Fact,
+    GuildSettings,
+    NewFact,
+    guild_id_of,
+    iso,
+    utcnow,
+)
 from bot.memory.recall import Participant, Recaller, RecallResult
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, starts_with_marker, worth_reading
@@ -314,9 +323,8 @@ class MemoryService:
 
     def still_captured(self, message: BufferedMessage) -> bool:
         """Whether the guild and channel of a buffered message are still remembered, checked at flush."""
-        guild_id = message.scope.removeprefix("guild:") if message.scope.startswith("guild:") else None
         channels = tuple(c for c in (message.channel_id, message.parent_channel_id) if c is not None)
-        return self.channel_captured(guild_id, channels)
+        return self.channel_captured(guild_id_of(message.scope), channels)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
         await self.capture_buffer.flush_now(channel_id)
