@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 
 import discord
@@ -17,7 +16,7 @@ from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
-from bot.memory.text import strip_background_blocks, worth_reading
+from bot.memory.text import strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,6 @@ RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather 
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
-MENTIONS = re.compile(r"<(?:@[!&]?|#)\d+>")
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 
@@ -329,7 +327,7 @@ class Chat(commands.Cog):
     @staticmethod
     def only_media(message: discord.Message) -> bool:
         """An image, file or sticker with no words beside the mentions ("@Bot" + a photo)."""
-        words = strip_background_blocks(MENTIONS.sub("", message.content)).strip()
+        words = strip_background_blocks(strip_mentions(message.content)).strip()
         return not words and bool(message.attachments or message.stickers or not message.content.strip())
 
     async def show(

@@ -9,9 +9,11 @@ _BACKGROUND_BLOCK = re.compile(r"<background_facts\b.*?(?:</background_facts\s*>
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 # Characters XML 1.0 cannot carry at all (C0 controls but tab/newline/CR, surrogates, U+FFFE/FFFF).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_DISCORD_MARKUP = re.compile(r"<(?:@[!&]?|#)\d+>|<a?:\w+:\d+>|<t:\d+(?::\w)?>|https?://\S+")
+_MENTION = r"<(?:@[!&]?|#)\d+>"  # a user, role or channel, as Discord writes it in a message
+_MENTIONS = re.compile(_MENTION)
+_DISCORD_MARKUP = re.compile(_MENTION + r"|<a?:\w+:\d+>|<t:\d+(?::\w)?>|https?://\S+")
 _WORDLIKE = re.compile(r"[^\W_]", re.UNICODE)
-_LEADING_MENTIONS = re.compile(r"^(?:\s*<(?:@[!&]?|#)\d+>)*\s*")
+_LEADING_MENTIONS = re.compile(rf"^(?:\s*{_MENTION})*\s*")
 
 
 def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -27,6 +29,11 @@ def starts_with_marker(text: str, marker: str) -> bool:
     "<@bot> !nomem ..." is addressed to the bot but still meant to be forgotten.
     """
     return bool(marker) and marker in text and _LEADING_MENTIONS.sub("", text, count=1).startswith(marker)
+
+
+def strip_mentions(text: str) -> str:
+    """The text without user, role and channel mentions ("@Bot" plus a photo leaves nothing)."""
+    return _MENTIONS.sub("", text)
 
 
 def strip_background_blocks(text: str) -> str:
