@@ -738,9 +738,9 @@ class Store:
         self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
         self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (old_id,))
 
-    def _current_version(self, fact_id: int) -> int:
-        """The active fact that replaced this one by merges (itself when active or not merged away)."""
-        seen = {fact_id}
+    def _merged_into(self, fact_id: int) -> list[int]:
+        """The facts this one was merged into, one after the other: its words live on in each of them."""
+        chain: list[int] = []
         while (
             (
                 row := self.conn.execute(
@@ -749,11 +749,11 @@ class Store:
             )
             is not None
             and row[0] is not None
-            and row[0] not in seen
+            and row[0] not in chain
         ):
             fact_id = row[0]
-            seen.add(fact_id)
-        return fact_id
+            chain.append(fact_id)
+        return chain
 
     def _active_owner(self, fact_id: int) -> tuple[str, str, str] | None:
         row = self.conn.execute(
@@ -786,24 +786,9 @@ class Store:
             self._refresh_vectors(refreshed)
             opted_out = self.opted_out()
             # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
-            withdrawn = {
-                mid
-                for mid in consumed_message_ids
-                if not self.conn.execute(
-                    "SELECT 1 FROM pending_messages WHERE message_id = ?", (mid,)
-                ).fetchone()
-            }
-            edited = {
-                mid
-                for mid, text in (read_texts or {}).items()
-                if (
-                    row := self.conn.execute(
-                        "SELECT content FROM pending_messages WHERE message_id = ?", (mid,)
-                    ).fetchone()
-                )
-                is not None
-                and row[0] != text
-            }
+            current = self._buffered_texts({*consumed_message_ids, *(read_texts or {})})
+            withdrawn = {mid for mid in consumed_message_ids if current[mid] is None}
+            edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
             for (scope, user_id), name in (user_names or {}).items():
                 self._upsert_user(scope, user_id, name)
             for op in operations:
@@ -821,8 +806,9 @@ class Store:
                 decision = op.decision
                 target_id = op.target_id
                 if decision is Decision.DUPLICATE and target_id is not None:
-                    # Another decision of this flush may have replaced the target already: repeat its successor.
-                    target_id = self._current_version(target_id)
+                    # Another decision of this flush may have merged the target already: repeat its successor.
+                    merged = self._merged_into(target_id)
+                    target_id = merged[-1] if merged else target_id
                     op = replace(op, target_id=target_id)
                 target = self._active_owner(target_id) if target_id is not None else None
                 if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
@@ -905,6 +891,16 @@ class Store:
                 if mid not in edited:
                     self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
         return applied
+
+    def _buffered_texts(self, message_ids: Iterable[str]) -> dict[str, str | None]:
+        """Each message's buffered text as it is now; None for one that left the buffer."""
+        texts: dict[str, str | None] = {}
+        for mid in message_ids:
+            row = self.conn.execute(
+                "SELECT content FROM pending_messages WHERE message_id = ?", (mid,)
+            ).fetchone()
+            texts[mid] = row[0] if row is not None else None
+        return texts
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
         """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
@@ -1047,27 +1043,21 @@ class Store:
         }
         sources = self._sources(list(with_source))
         carrying: set[int] = set()
-        for fid, only_confirms in with_source.items():
+        for fid, repeated in with_source.items():
             merged_from = [
                 r[0]
                 for r in self.conn.execute(
                     "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
                 )
             ]
-            inherited = {mid for g in merged_from for mid in self._sources([g]).get(g, ())}
-            added_words = bool(merged_from) and not only_confirms and message_id not in inherited
+            inherited = {mid for mids in self._sources(merged_from).values() for mid in mids}
+            added_words = bool(merged_from) and not repeated and message_id not in inherited
             # A fact whose only source merely repeated it came from elsewhere (an import): it stays.
-            orphaned = set(sources.get(fid, ())) == {message_id} and not only_confirms
+            orphaned = set(sources.get(fid, ())) == {message_id} and not repeated
             if orphaned or added_words:
                 carrying.add(fid)
-        frontier = list(carrying)
-        while frontier:  # a fact merged from a carrying fact carries its words too
-            row = self.conn.execute(
-                "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'", (frontier.pop(),)
-            ).fetchone()
-            if row is not None and row[0] is not None and row[0] not in carrying:
-                carrying.add(row[0])
-                frontier.append(row[0])
+        for fid in list(carrying):  # a fact merged from a carrying fact carries its words too
+            carrying.update(self._merged_into(fid))
         return sorted(carrying)
 
     def _restore(self, fact_id: int, scope: str, user_id: str, text: str, now: str) -> None:
