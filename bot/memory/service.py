@@ -282,14 +282,16 @@ class MemoryService:
             )
         except GeminiError as exc:
             if isinstance(exc, GeminiBadAnswer):  # counted apart from outages, which never cost messages
+                if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
+                    # The same chunk keeps getting unusable answers: skip it rather than block the channel.
+                    await self.store.call(Store.delete_pending_messages, ids)
+                    self._emit(
+                        MemoryEvent(
+                            "skipped", scope, {"messages": len(ids), "error": str(exc), "refused": False}
+                        )
+                    )
+                    return 0
                 await self.store.call(Store.mark_attempt, ids)
-            if isinstance(exc, GeminiBadAnswer) and chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
-                # The same chunk keeps getting unusable answers: skip it rather than block the channel.
-                await self.store.call(Store.delete_pending_messages, ids)
-                self._emit(
-                    MemoryEvent("skipped", scope, {"messages": len(ids), "error": str(exc), "refused": False})
-                )
-                return 0
             self._emit(
                 MemoryEvent(
                     "gemini_error",
@@ -400,9 +402,8 @@ class MemoryService:
     async def set_opt_out(self, scope: str, user_id: int | str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
         if opted_out:
-            # Queued messages are written first (so the bot's replies after them are found and dropped
-            # with them); from the cache update on, nothing of theirs is captured or written.
-            await self._settle_queue()
+            # From here on nothing of theirs is captured, and what is still queued is refused when written
+            # (`_wanted`); the store then drops what is buffered, with every buffered turn of the bot.
             self._opted_out.add((scope, str(user_id)))
             await self._settle_queue()
         try:
