@@ -18,11 +18,10 @@ from bot.adminlog import plural
 from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.memory_commands import (
-    ConfirmView,
     FactsPager,
     display_name,
     fact_choices,
-    forget_all,
+    forget_all_question,
     forgot_text,
 )
 from bot.memory.models import guild_scope
@@ -130,21 +129,17 @@ class Admin(commands.Cog, name="admin"):
         name = display_name(user)
         actor = str(interaction.user.id)
 
-        async def forget_everything() -> str:
-            return f"Forgot {await forget_all(self.bot.memory, scope, user.id, actor=actor)}."
+        async def forget_one(fact_id: int) -> Reply:
+            count = await self.bot.memory.forget(scope, user.id, [fact_id], actor=actor)
+            return Reply(forgot_text(count, fact_id) if count else f"No fact #{fact_id} of {name} here.")
 
-        async def forget() -> Reply:
-            if fact is not None:
-                count = await self.bot.memory.forget(scope, user.id, [fact], actor=actor)
-                return Reply(forgot_text(count, fact) if count else f"No fact #{fact} of {name} here.")
-            count = await self.bot.memory.count_facts(scope, user.id)
-            return Reply(
-                f"Forget everything I remember about {name} in this server ({plural(count, 'fact')}), "
-                "including messages I haven't read yet? This can't be undone.",
-                ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
+        if fact is not None:
+            await answer(interaction, forget_one(fact))
+        else:
+            question = forget_all_question(
+                interaction, self.bot.memory, scope, user.id, whom=f"{name} in this server"
             )
-
-        await answer(interaction, forget())
+            await answer(interaction, question)
 
     @forget.autocomplete("fact")
     async def _member_fact_choices(

@@ -261,6 +261,22 @@ async def forget_all(memory: MemoryService, scope: str, user_id: int, *, actor: 
     return plural(current, "fact") + (f" and {plural(earlier, 'earlier version')}" if earlier > 0 else "")
 
 
+async def forget_all_question(
+    interaction: discord.Interaction, memory: MemoryService, scope: str, user_id: int, *, whom: str
+) -> Reply:
+    """'Forget everything I remember about <whom> (3 facts) ...?' with Confirm/Cancel; the caller acts."""
+    count = await memory.count_facts(scope, user_id)
+
+    async def forget_everything() -> str:
+        return f"Forgot {await forget_all(memory, scope, user_id, actor=str(interaction.user.id))}."
+
+    return Reply(
+        f"Forget everything I remember about {whom} ({plural(count, 'fact')}), "
+        "including messages I haven't read yet? This can't be undone.",
+        ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
+    )
+
+
 def forgot_text(count: int, fact_id: int | None = None) -> str:
     """'Forgot 1 fact.'; a single fact's older versions go with it, which the text explains."""
     if fact_id is not None and count > 1:
@@ -335,21 +351,14 @@ class MemoryCommands(commands.Cog, name="memory"):
 
     @forget_group.command(name="all", description="Forget everything I remember about you here")
     async def forget_all(self, interaction: discord.Interaction) -> None:
-        scope = guild_scope(interaction.guild_id)
-        user_id = interaction.user.id
-
-        async def forget_everything() -> str:
-            return f"Forgot {await forget_all(self.bot.memory, scope, user_id, actor=str(user_id))}."
-
-        async def question() -> Reply:
-            count = await self.bot.memory.count_facts(scope, user_id)
-            return Reply(
-                f"Forget everything I remember about you here ({plural(count, 'fact')}), "
-                "including messages I haven't read yet? This can't be undone.",
-                ConfirmView(interaction, forget_everything, confirm_label="Forget everything"),
-            )
-
-        await answer(interaction, question())
+        question = forget_all_question(
+            interaction,
+            self.bot.memory,
+            guild_scope(interaction.guild_id),
+            interaction.user.id,
+            whom="you here",
+        )
+        await answer(interaction, question)
 
     @memory_group.command(name="optout", description="Stop remembering what you say here")
     async def optout(self, interaction: discord.Interaction) -> None:
