@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -385,12 +386,12 @@ class ImportReport:
     duplicate_lines: list[int] = field(default_factory=list)
     opted_out_lines: list[int] = field(default_factory=list)
     error: str | None = None
-    decisions: dict[str, int] = field(default_factory=dict)  # --consolidate: what became of the lines
+    decisions: Counter[str] = field(default_factory=Counter)  # --consolidate: what became of the lines
 
     def as_json(self) -> dict[str, Any]:
         return {
             "imported": self.imported,
-            "decisions": self.decisions,
+            "decisions": dict(self.decisions),
             "read": self.read,
             "skipped_duplicates": len(self.duplicate_lines),
             "skipped_opted_out": len(self.opted_out_lines),
@@ -484,12 +485,9 @@ async def _import_batches(
         else:
             stored = [c for c in result if c.decision is not Decision.DUPLICATE]
             report.imported += len(stored)
-            for change in result:
-                report.decisions[change.decision.value] = report.decisions.get(change.decision.value, 0) + 1
+            report.decisions.update(change.decision.value for change in result)
             if len(batch) > len(result):  # near-identical lines of the batch folded into one
-                report.decisions["DUPLICATE"] = (
-                    report.decisions.get("DUPLICATE", 0) + len(batch) - len(result)
-                )
+                report.decisions["DUPLICATE"] += len(batch) - len(result)
         for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
             fact.embedding = None
         logging.getLogger(__name__).debug("imported %d of %d new facts", report.imported, len(facts))
