@@ -14,7 +14,7 @@ import pytest
 from bot.llm.gemini import GeminiBadAnswer, GeminiError, GeminiRefusal, Purpose
 from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
-from bot.memory.models import NewFact
+from bot.memory.models import BufferedMessage, NewFact
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
@@ -355,15 +355,25 @@ def hold_gemini(llm: FakeLLM) -> tuple[asyncio.Event, asyncio.Event]:
     return entered, release
 
 
+async def flush_held_at_gemini(
+    service: MemoryService, llm: FakeLLM, *messages: BufferedMessage
+) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """Capture `messages` and start flushing them; returns (the flush, its release) once extraction waits."""
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    entered, release = hold_gemini(llm)
+    for message in messages:
+        service.capture(message, guild_id=100)
+    flush = asyncio.create_task(service.flush_now())
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    return flush, release
+
+
 async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing(
     service: MemoryService, llm: FakeLLM
 ) -> None:
-    llm.handlers[Purpose.EXTRACT] = echo_extractor
-    entered, release = hold_gemini(llm)
-    service.capture(msg("m1", "alice", "I am secretly a spy"), guild_id=100)
-    service.capture(msg("m2", "bob", "I collect vinyl"), guild_id=100)
-    flush = asyncio.create_task(service.flush_now())
-    await asyncio.wait_for(entered.wait(), timeout=5)  # the extraction is in flight
+    flush, release = await flush_held_at_gemini(
+        service, llm, msg("m1", "alice", "I am secretly a spy"), msg("m2", "bob", "I collect vinyl")
+    )
     await service.message_deleted("m1")
     release.set()
     await flush
@@ -375,12 +385,9 @@ async def test_a_message_deleted_while_its_flush_waits_on_gemini_teaches_nothing
 async def test_a_message_edited_while_its_flush_waits_is_learned_from_its_new_text(
     service: MemoryService, llm: FakeLLM
 ) -> None:
-    llm.handlers[Purpose.EXTRACT] = echo_extractor
-    entered, release = hold_gemini(llm)
-    service.capture(msg("m1", "carol", "I live at 12 Elm Street"), guild_id=100)
-    service.capture(msg("m2", "bob", "I collect vinyl"), guild_id=100)
-    flush = asyncio.create_task(service.flush_now())
-    await asyncio.wait_for(entered.wait(), timeout=5)
+    flush, release = await flush_held_at_gemini(
+        service, llm, msg("m1", "carol", "I live at 12 Elm Street"), msg("m2", "bob", "I collect vinyl")
+    )
     await service.message_edited("m1", "I live in Paris")
     await service.capture_buffer.wait_written()
     release.set()

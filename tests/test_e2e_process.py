@@ -96,6 +96,10 @@ def bot_env(
     )
 
 
+def command_puts(discord_standin: DiscordStandIn) -> list[str]:
+    return [r.path for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
+
+
 async def test_without_a_token_it_says_so_in_one_line(tmp_path: Path) -> None:
     proc = await start_bot(clean_env(GEMINI_API_KEY="k"), tmp_path)
     assert await proc.finish() == 1
@@ -142,8 +146,8 @@ async def test_start_sync_capture_and_sigterm(
     ready = await bot.wait_line("ready as")
     assert "in 1 guilds; 0 active facts, 0 pending messages" in ready
     assert "test-token" not in "".join(bot.lines) and "test-key" not in "".join(bot.lines)
-    puts = [r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
-    assert len(puts) == 1 and "/guilds/" not in puts[0].path  # global sync, once
+    puts = command_puts(discord_standin)
+    assert len(puts) == 1 and "/guilds/" not in puts[0]  # global sync, once
     names = {c["name"] for c in discord_standin.synced_commands[None]}
     assert {"facts", "forget", "memory", "memory-admin"} <= names
     await discord_standin.wait_for_bot_message(
@@ -172,9 +176,7 @@ async def test_start_sync_capture_and_sigterm(
     ready = await again.wait_line("ready as")
     assert "1 pending messages" in ready
     assert any("app commands unchanged" in line for line in again.lines)
-    assert (
-        len([r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]) == 1
-    )
+    assert len(command_puts(discord_standin)) == 1
     again.proc.send_signal(signal.SIGTERM)
     assert await again.finish() == 0
 
@@ -186,8 +188,8 @@ async def test_dev_guild_sync_goes_to_that_guild(
     guild = discord_standin.add_guild("Dev")
     bot = await start_bot(bot_env(discord_standin, gemini, tmp_path, DEV_GUILD_ID=str(guild.id)), tmp_path)
     await bot.wait_line("ready as")
-    [put] = [r for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
-    assert f"/guilds/{guild.id}/commands" in put.path
+    [put] = command_puts(discord_standin)
+    assert f"/guilds/{guild.id}/commands" in put
     os.kill(bot.proc.pid, signal.SIGINT)
     assert await bot.finish() == 0
 
@@ -203,10 +205,6 @@ async def test_a_failed_command_sync_does_not_stop_the_bot(
     assert any("syncing app commands failed" in line for line in bot.lines)
     bot.proc.send_signal(signal.SIGTERM)
     assert await bot.finish() == 0
-
-
-def command_puts(discord_standin: DiscordStandIn) -> list[str]:
-    return [r.path for r in discord_standin.requests if r.method == "PUT" and r.path.endswith("/commands")]
 
 
 async def start_and_stop(env: dict[str, str], cwd: Path) -> None:

@@ -7,7 +7,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -512,12 +512,13 @@ async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
     assert len(standin.requests) == 2  # read at the first try
 
 
-async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: GeminiStandIn) -> None:
-    async def html_page(request: web.Request) -> web.Response:
-        return web.Response(text="<html>down for maintenance</html>", content_type="text/html")
-
+@contextlib.asynccontextmanager
+async def client_of(
+    standin: GeminiStandIn, answer: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> AsyncIterator[GeminiClient]:
+    """A client of an endpoint that answers every request with `answer` (what another server might send)."""
     app = web.Application()
-    app.router.add_post("/{tail:.*}", html_page)
+    app.router.add_post("/{tail:.*}", answer)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -525,14 +526,22 @@ async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: Ge
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     gemini = make_client(standin, base_url=f"http://127.0.0.1:{port}", max_retries=1)
     try:
+        yield gemini
+    finally:
+        await gemini.aclose()
+        await runner.cleanup()
+
+
+async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: GeminiStandIn) -> None:
+    async def html_page(request: web.Request) -> web.Response:
+        return web.Response(text="<html>down for maintenance</html>", content_type="text/html")
+
+    async with client_of(standin, html_page) as gemini:
         with pytest.raises(GeminiError) as raised:
             await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
         assert raised.value.retryable and "unreadable answer" in str(raised.value)
         with pytest.raises(GeminiError):
             await gemini.embed(["hello"], "query")
-    finally:
-        await gemini.aclose()
-        await runner.cleanup()
 
 
 async def test_an_answer_without_candidates_or_block_reason_is_an_error_to_retry_not_a_refusal(
@@ -541,22 +550,11 @@ async def test_an_answer_without_candidates_or_block_reason_is_an_error_to_retry
     async def empty(request: web.Request) -> web.Response:
         return web.json_response({"candidates": [], "usageMetadata": {"promptTokenCount": 3}})
 
-    app = web.Application()
-    app.router.add_post("/{tail:.*}", empty)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    gemini = make_client(standin, base_url=f"http://127.0.0.1:{port}", max_retries=1)
-    try:
+    async with client_of(standin, empty) as gemini:
         with pytest.raises(GeminiError) as raised:
             await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
         assert not isinstance(raised.value, GeminiRefusal) and raised.value.retryable
         assert gemini.usage.snapshot()["extract"]["retries"] == 1
-    finally:
-        await gemini.aclose()
-        await runner.cleanup()
 
 
 async def test_a_bare_list_and_mention_shaped_ids_are_read_and_a_zero_embedding_is_refused(
