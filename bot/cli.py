@@ -24,7 +24,7 @@ from bot.llm.gemini import GeminiError
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, NewFact, is_discord_id, valid_scope
-from bot.memory.recall import Participant
+from bot.memory.recall import Audience, Participant
 from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
 
@@ -526,7 +526,9 @@ async def _recall_one(
 ) -> dict[str, Any]:
     names = await service.store.call(Store.user_names, scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
-    result = await service.recall(scope, people, query, count_retrievals=False, vector=vector)
+    result = await service.recall(
+        scope, people, query, audience=Audience.operator(), count_retrievals=False, vector=vector
+    )
     return {
         "scope": scope,
         "query": query,

@@ -17,6 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import AdminLog
+from bot.audience import AudienceResolver
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.service import MemoryService
@@ -88,6 +89,7 @@ class MemoryBot(commands.Bot):
         self.gemini = gemini or GeminiClient.from_settings(settings)
         self._memory = memory
         self.admin_log = AdminLog(self, default_channel_id=settings.admin_log_channel_id)
+        self.audience = AudienceResolver(self)
         self._closing = False
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from bot.memory.models import Fact, FactStatus, NewFact, ScoredFact
-from bot.memory.recall import Participant, Recaller, fuse, render_block, within_budget
+from bot.memory.recall import Audience, Participant, Recaller, fuse, render_block, within_budget
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.fakes import FakeEmbedder, angled, unit
@@ -31,7 +31,9 @@ async def test_recall_ranks_by_distance_within_the_threshold(
     )  # distance ~0.98 > threshold
     await add(service.store, embedder, "bob", "Bob plays chess too", angled(0))
     embedder.vectors["want a game?"] = unit(1.0)
-    result = await service.recall(SCOPE, [Participant("alice", "Alice")], "want a game?")
+    result = await service.recall(
+        SCOPE, [Participant("alice", "Alice")], "want a game?", audience=Audience.operator()
+    )
     assert [s.fact.id for s in result.facts["alice"]] == [near, mid]
     assert "bob" not in result.facts and "Bob" not in result.block
     assert embedder.calls[-1] == (["want a game?"], "query")
@@ -43,7 +45,9 @@ async def test_keyword_matches_fill_free_slots_without_displacing_vector_hits(
     vector_hit = await add(service.store, embedder, "alice", "Alice sings in a choir", angled(5))
     keyword_only = await add(service.store, embedder, "alice", "Alice was born in Tromsø", angled(90))
     embedder.vectors["Tromsø trip next week"] = unit(1.0)
-    result = await service.recall(SCOPE, [Participant("alice", "Alice")], "Tromsø trip next week")
+    result = await service.recall(
+        SCOPE, [Participant("alice", "Alice")], "Tromsø trip next week", audience=Audience.operator()
+    )
     ids = [s.fact.id for s in result.facts["alice"]]
     assert set(ids) == {vector_hit, keyword_only}
     [kw] = [s for s in result.facts["alice"] if s.fact.id == keyword_only]
@@ -70,7 +74,9 @@ async def test_token_budget_is_shared_fairly(embedder: FakeEmbedder, service: Me
             await add(service.store, embedder, user, f"{user} fact number {i} " + "x" * 80, angled(i * 5))
     embedder.vectors["q"] = unit(1.0)
     recaller = Recaller(service.store, embedder, facts_per_person=6, max_distance=1.0, token_budget=200)
-    result = await recaller.recall(SCOPE, [Participant("alice", "A"), Participant("bob", "B")], "q")
+    result = await recaller.recall(
+        SCOPE, [Participant("alice", "A"), Participant("bob", "B")], "q", audience=Audience.operator()
+    )
     counts = {uid: len(facts) for uid, facts in result.facts.items()}
     assert counts["alice"] == counts["bob"] >= 1
     assert sum(counts.values()) < 12

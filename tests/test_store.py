@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.memory.db import DatabaseError, connect
-from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation
+from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
 from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, _split_sql, keyword_query
 from tests.fakes import DIMS, angled, unit
 
@@ -351,3 +351,94 @@ def test_autocomplete_search_takes_underscores_and_percent_literally_and_the_sho
     ]
     assert [f.text for f in store.search_own_facts("guild:1", "bob", "100%")] == ["Bob gives 100% always"]
     assert [f.id for f in store.search_own_facts("guild:1", "bob", f"#{ids[1]}")] == [ids[1]]
+
+
+def said_in(channel: str, *message_ids: str, parent: str | None = None, private: bool = False) -> dict:
+    return {mid: Origin(channel, parent, private) for mid in message_ids}
+
+
+def test_provenance_is_kept_through_merge_invalidate_duplicate_and_restore(store: Store) -> None:
+    staff, general = "c-staff", "c-general"
+    lyon = fact("guild:1", "alice", "Alice lives in Lyon", unit(1.0), ["m1"])
+    lyon.origins = said_in(staff, "m1")
+    [lyon_id] = store.add_facts([lyon])
+    assert store.get_fact(lyon_id).audience_keys == {staff}  # type: ignore[union-attr]
+
+    # A merge holds both statements' words: it serves only where both were said.
+    near = NewFact(
+        "guild:1", "alice", "Alice", "Alice lives near the river", ["m2"], embedding=unit(1.0, 0.1)
+    )
+    near.origins = said_in(general, "m2")
+    [merged] = store.apply_flush(
+        [Operation(Decision.MERGE, near, lyon_id, merged_text="Alice lives in Lyon by the river")]
+    )
+    merged_fact = store.get_fact(merged.fact_id)
+    assert merged_fact is not None and merged_fact.audience_keys == {staff, general}
+    assert {s.message_id: s.origin.channel_id for s in merged_fact.sources if s.origin} == {
+        "m1": staff,
+        "m2": general,
+    }
+
+    # A repeat somewhere else adds no words and does not widen the audience.
+    again = NewFact("guild:1", "alice", "Alice", "Alice lives in Lyon by the river", ["m3"])
+    again.origins = said_in("c-random", "m3")
+    store.apply_flush([Operation(Decision.DUPLICATE, again, merged.fact_id)])
+    repeated = store.get_fact(merged.fact_id)
+    assert repeated is not None and repeated.audience_keys == {staff, general}
+    assert [s.confirms for s in repeated.sources] == [False, False, True]
+
+    # An invalidating statement holds only its own words; withdrawing it restores the old fact as it was.
+    moved = NewFact("guild:1", "alice", "Alice", "Alice lives in Oslo", ["m4"], embedding=unit(1.0, 0.3))
+    moved.origins = said_in("t-1", "m4", parent=general)
+    [oslo] = store.apply_flush([Operation(Decision.INVALIDATE, moved, merged.fact_id)])
+    assert store.get_fact(oslo.fact_id).audience_keys == {general}  # type: ignore[union-attr]  # a public thread
+    store.forget_message("m4")
+    restored = store.get_fact(merged.fact_id)
+    assert restored is not None and restored.status is FactStatus.ACTIVE
+    assert restored.audience_keys == {staff, general}
+
+
+def test_a_flushed_fact_records_where_its_buffered_messages_were_said(store: Store) -> None:
+    store.buffer_messages(
+        [
+            (
+                BufferedMessage(
+                    "m1",
+                    "guild:1",
+                    "t9",
+                    "alice",
+                    "Alice",
+                    "I fly",
+                    "t",
+                    parent_channel_id="c1",
+                    private_thread=True,
+                ),
+                1.0,
+            )
+        ]
+    )
+    pilot = NewFact("guild:1", "alice", "Alice", "Alice is a pilot", ["m1"], embedding=unit(1.0))
+    [change] = store.apply_flush([Operation(Decision.ADD, pilot)], consumed_message_ids=["m1"])
+    [source] = store.get_fact(change.fact_id).sources  # type: ignore[union-attr]
+    assert source.origin == Origin("t9", "c1", True)
+    assert source.origin.audience_key == "t9"  # a private thread is its own audience
+
+
+def test_facts_from_before_provenance_serve_no_channel(tmp_path: Path) -> None:
+    path = tmp_path / "v2.sqlite3"
+    conn = connect(path)
+    for number in (0, 1):
+        for statement in _split_sql(MIGRATIONS[number]):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute(
+        "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+        "VALUES (1, 'guild:1', 'alice', 'Alice keeps bees', 'x', 'x')"
+    )
+    conn.execute("INSERT INTO fact_sources (fact_id, message_id) VALUES (1, 'm1')")
+    conn.close()
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    old = store.get_fact(1)
+    assert old is not None and old.sources[0].origin is None and old.audience_keys is None
+    assert old.sensitive is False
+    store.close()

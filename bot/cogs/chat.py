@@ -42,6 +42,7 @@ class Chat(commands.Cog):
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
         self._parents: dict[int, int | None] = {}  # threads the bot had not cached: their parent channel
+        self._private_threads: set[int] = set()  # ... and which of them are private
 
     # ---- capture -----------------------------------------------------------------------------------------
 
@@ -79,9 +80,17 @@ class Chat(commands.Cog):
                 created_at=iso(message.created_at),
                 is_bot=own,
                 reply_to=None if reply_to is None else str(reply_to),
+                private_thread=self.is_private_thread(message.channel),
             ),
             guild_id=message.guild.id if message.guild else None,
             parent_channel_id=parent,
+        )
+
+    def is_private_thread(self, channel: discord.abc.Messageable) -> bool:
+        """Whether `channel` is a private thread, whose words serve its members only."""
+        kind = getattr(channel, "type", None)
+        return (
+            kind is discord.ChannelType.private_thread or getattr(channel, "id", 0) in self._private_threads
         )
 
     def parent_channel_id(self, channel: discord.abc.Messageable) -> int | None:
@@ -106,6 +115,8 @@ class Chat(commands.Cog):
             self._parents[channel.id] = UNKNOWN_PARENT
             return
         self._parents[channel.id] = getattr(fetched, "parent_id", None)
+        if getattr(fetched, "type", None) is discord.ChannelType.private_thread:
+            self._private_threads.add(channel.id)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -253,7 +264,10 @@ class Chat(commands.Cog):
         try:
             async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
                 recalled = await self.bot.memory.recall(
-                    scope_of(message), self.participants(messages, message), self.query(messages)
+                    scope_of(message),
+                    self.participants(messages, message),
+                    self.query(messages),
+                    audience=await self.bot.audience.for_message(message),
                 )
         except Exception as exc:
             self.bot.memory.recall_failures += 1

@@ -54,6 +54,36 @@ class Decision(StrEnum):
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a source message was said, which is the audience a fact learned from it was told to.
+
+    `channel_id` is the channel, thread or DM the message was in; a public thread shares its parent
+    channel's audience, a private thread is private to its members.
+    """
+
+    channel_id: str
+    parent_channel_id: str | None = None
+    private_thread: bool = False
+
+    @property
+    def audience_key(self) -> str:
+        """The channel whose readers are this message's audience."""
+        if self.private_thread or self.parent_channel_id is None:
+            return self.channel_id
+        return self.parent_channel_id
+
+
+@dataclass(frozen=True)
+class Source:
+    """A message a fact was learned from. `confirms`: it only repeated the fact (a DUPLICATE), adding no
+    words; `origin` is None for facts from before provenance was recorded (treated as the most private)."""
+
+    message_id: str
+    origin: Origin | None = None
+    confirms: bool = False
+
+
+@dataclass(frozen=True)
 class Fact:
     id: int
     scope: str
@@ -65,7 +95,24 @@ class Fact:
     recorded_at: str
     updated_at: str
     retrieval_count: int
-    source_message_ids: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    sensitive: bool = False
+
+    @property
+    def source_message_ids(self) -> tuple[str, ...]:
+        return tuple(s.message_id for s in self.sources)
+
+    @property
+    def audience_keys(self) -> frozenset[str] | None:
+        """The audiences of the messages whose words the fact holds; None when one of them is unknown.
+
+        A repeat (DUPLICATE) adds no words, so it never widens who may hear the fact: a statement first
+        made in a staff channel stays there even if part of it is said again in public.
+        """
+        wording = [s for s in self.sources if not s.confirms]
+        if not wording or any(s.origin is None for s in wording):
+            return None
+        return frozenset(s.origin.audience_key for s in wording if s.origin is not None)
 
 
 @dataclass(frozen=True)
@@ -93,6 +140,11 @@ class BufferedMessage:
     attempts: int = 0
     parent_channel_id: str | None = None  # a thread's channel, so ignoring that channel covers the thread
     reply_to: str | None = None  # for the bot's turns: the message answered, so deleting it drops them
+    private_thread: bool = False  # said in a private thread: facts from it serve that thread only
+
+    @property
+    def origin(self) -> Origin:
+        return Origin(self.channel_id, self.parent_channel_id, self.private_thread)
 
 
 @dataclass(frozen=True)
@@ -114,6 +166,8 @@ class NewFact:
     source_message_ids: list[str]
     valid_from: str | None = None
     embedding: list[float] | None = None
+    origins: dict[str, Origin] = field(default_factory=dict)  # where sources not in the buffer were said
+    sensitive: bool = False  # kept only because its owner asked; used only in replies to them
 
 
 @dataclass

@@ -4,6 +4,10 @@ One query embedding serves everyone; each person's search runs only inside their
 partition: an exact vector KNN within a distance threshold plus FTS5 keyword matches, fused by
 reciprocal rank. The vector hits always make it in (the fusion only reorders them and fills free
 slots with keyword-only matches), so the hybrid is never worse than the vector search alone.
+
+Before fusion every hit passes the reply's `Audience`: a fact serves only people who could have read
+where it was said, and a sensitive fact only its owner. The searches run on the store's thread; the
+audience check runs on the event loop, since it reads the Discord cache.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
@@ -30,6 +35,35 @@ USER_OVERHEAD_TOKENS = 16
 class Participant:
     user_id: str
     name: str
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who will read a reply, which decides the facts that may be put in front of the model for it.
+
+    `owner_id`: the person being answered, the only one whose sensitive facts may be used.
+    `can_read(key)`: whether everyone who reads the reply could read the channel a fact was said in
+    (an `Origin.audience_key`). None means a private place of the owner's (their DMs), where every
+    fact of theirs may be used. `unrestricted` is for the operator's own tools.
+    """
+
+    owner_id: str | None
+    can_read: Callable[[str], bool] | None = None
+    unrestricted: bool = False
+
+    @classmethod
+    def operator(cls) -> Audience:
+        return cls(None, None, unrestricted=True)
+
+    def allows(self, fact: Fact) -> bool:
+        if self.unrestricted:
+            return True
+        if fact.sensitive and fact.user_id != self.owner_id:
+            return False
+        if self.can_read is None:
+            return True
+        keys = fact.audience_keys  # None: where it was said is not known, so it serves no channel
+        return keys is not None and all(self.can_read(key) for key in keys)
 
 
 @dataclass
@@ -82,6 +116,17 @@ def within_budget(ranked: dict[str, list[ScoredFact]], budget: int) -> dict[str,
     return {uid: facts for uid, facts in chosen.items() if facts}
 
 
+def learned_in(fact: Fact) -> str | None:
+    """Where a server fact was said, as a channel mention Discord shows as a link ('<#123>'), so that
+    "where did you learn that?" has an answer; None in DMs and when it is not known."""
+    if not fact.scope.startswith("guild:"):
+        return None
+    for source in fact.sources:
+        if not source.confirms and source.origin is not None:
+            return f"<#{source.origin.channel_id}>"
+    return None
+
+
 def render_block(people: list[Participant], facts: dict[str, list[ScoredFact]]) -> str:
     """The XML block; every value escaped so that a fact can never close a tag or add markup."""
     if not any(facts.get(p.user_id) for p in people):
@@ -96,12 +141,46 @@ def render_block(people: list[Participant], facts: dict[str, list[ScoredFact]]) 
         )
         for s in own:
             recorded = quoteattr(s.fact.recorded_at[:10])
+            where = learned_in(s.fact)
+            where_attr = f" learned_in={quoteattr(where)}" if where else ""
             lines.append(
-                f'    <fact id="{s.fact.id}" recorded={recorded}>{escape(xml_safe(s.fact.text))}</fact>'
+                f'    <fact id="{s.fact.id}" recorded={recorded}{where_attr}>{escape(xml_safe(s.fact.text))}</fact>'
             )
         lines.append("  </user>")
     lines.append("</background_facts>")
     return "\n".join(lines)
+
+
+Hits = tuple[list[tuple[Fact, float]], list[Fact]]
+
+
+def gather_hits(
+    store: Store,
+    scope: str,
+    user_ids: list[str],
+    vector: list[float] | None,
+    query: str,
+    *,
+    max_distance: float,
+    pool: int,
+) -> dict[str, Hits]:
+    """Runs on the store's thread: every person's vector and keyword hits in one hop."""
+    out: dict[str, Hits] = {}
+    for uid in user_ids:
+        vector_hits = store.knn(scope, uid, vector, pool, max_distance) if vector is not None else []
+        keyword_hits = store.keyword_search(scope, uid, query, pool) if query else []
+        out[uid] = (vector_hits, keyword_hits)
+    return out
+
+
+def fuse_allowed(hits: Hits, audience: Audience, limit: int) -> list[ScoredFact]:
+    """The audience's facts among one person's hits, fused."""
+    vector_hits, keyword_hits = hits
+    return fuse(
+        [(f, d) for f, d in vector_hits if audience.allows(f)],
+        [f for f in keyword_hits if audience.allows(f)],
+        limit,
+    )
 
 
 def search_people(
@@ -115,13 +194,9 @@ def search_people(
     max_distance: float,
     pool: int,
 ) -> dict[str, list[ScoredFact]]:
-    """Runs on the store's thread: every person's hybrid search in one hop."""
-    out: dict[str, list[ScoredFact]] = {}
-    for uid in user_ids:
-        vector_hits = store.knn(scope, uid, vector, pool, max_distance) if vector is not None else []
-        keyword_hits = store.keyword_search(scope, uid, query, pool) if query else []
-        out[uid] = fuse(vector_hits, keyword_hits, limit)
-    return out
+    """Every person's hybrid search as the operator sees it (no audience), on the store's thread."""
+    hits = gather_hits(store, scope, user_ids, vector, query, max_distance=max_distance, pool=pool)
+    return {uid: fuse_allowed(h, Audience.operator(), limit) for uid, h in hits.items()}
 
 
 class Recaller:
@@ -144,9 +219,15 @@ class Recaller:
         self.latencies_ms: list[float] = []
 
     async def recall(
-        self, scope: str, people: list[Participant], query: str, *, vector: list[float] | None = None
+        self,
+        scope: str,
+        people: list[Participant],
+        query: str,
+        *,
+        audience: Audience,
+        vector: list[float] | None = None,
     ) -> RecallResult:
-        """The facts to show Gemini for this conversation. Embedding errors propagate to the caller.
+        """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
         `vector`: the query's embedding when the caller already has it (many queries embedded at once).
         """
@@ -157,16 +238,16 @@ class Recaller:
         query = query.strip()
         if vector is None and query:
             vector = (await self.embedder.embed([query], "query"))[0]
-        ranked = await self.store.call(
-            search_people,
+        hits = await self.store.call(
+            gather_hits,
             scope,
             [p.user_id for p in people],
             vector,
             query,
-            limit=self.facts_per_person,
             max_distance=self.max_distance,
             pool=self.pool,
         )
+        ranked = {uid: fuse_allowed(h, audience, self.facts_per_person) for uid, h in hits.items()}
         chosen = within_budget(ranked, self.token_budget)
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)

@@ -29,7 +29,7 @@ from bot.memory.models import (
     iso,
     utcnow,
 )
-from bot.memory.recall import Participant, Recaller, RecallResult
+from bot.memory.recall import Audience, Participant, Recaller, RecallResult
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, starts_with_marker, worth_reading
 
@@ -339,6 +339,7 @@ class MemoryService:
         people: list[Participant],
         query: str,
         *,
+        audience: Audience,
         count_retrievals: bool = True,
         vector: list[float] | None = None,
     ) -> RecallResult:
@@ -347,7 +348,7 @@ class MemoryService:
         The operator's `recall` command looks without counting, so evaluating memory leaves it unchanged.
         """
         present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
-        result = await self.recaller.recall(scope, present, query, vector=vector)
+        result = await self.recaller.recall(scope, present, query, audience=audience, vector=vector)
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Store.record_retrievals, result.fact_ids))
         return result

@@ -43,7 +43,9 @@ from bot.memory.models import (
     GuildSettings,
     NewFact,
     Operation,
+    Origin,
     PendingChannel,
+    Source,
     guild_scope,
     iso,
     utcnow,
@@ -140,11 +142,23 @@ MIGRATIONS: list[str] = [
     CREATE INDEX pending_reply_to ON pending_messages (reply_to) WHERE reply_to IS NOT NULL;
     ALTER TABLE fact_sources ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: provenance and consent. Each source records the channel (thread, parent, private or not) it was
+    # said in, the audience its facts may serve; sources from before stay NULL, which recall treats as
+    # the most private place. Facts kept only because their owner asked are marked sensitive.
+    """
+    ALTER TABLE pending_messages ADD COLUMN private_thread INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE fact_sources ADD COLUMN channel_id TEXT;
+    ALTER TABLE fact_sources ADD COLUMN parent_channel_id TEXT;
+    ALTER TABLE fact_sources ADD COLUMN private_thread INTEGER NOT NULL DEFAULT 0;
+    UPDATE fact_sources SET channel_id = p.channel_id, parent_channel_id = p.parent_channel_id
+        FROM pending_messages AS p WHERE p.message_id = fact_sources.message_id;
+    ALTER TABLE facts ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 _FACT_COLUMNS = (
     "f.id, f.scope, f.user_id, f.text, f.status, f.superseded_by, f.valid_from, f.recorded_at, "
-    "f.updated_at, f.retrieval_count"
+    "f.updated_at, f.retrieval_count, f.sensitive"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
@@ -218,7 +232,7 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     return [i for _, i in scores]
 
 
-def _fact(row: Sequence[Any], sources: tuple[str, ...] = ()) -> Fact:
+def _fact(row: Sequence[Any], sources: tuple[Source, ...] = ()) -> Fact:
     return Fact(
         id=row[0],
         scope=row[1],
@@ -230,7 +244,8 @@ def _fact(row: Sequence[Any], sources: tuple[str, ...] = ()) -> Fact:
         recorded_at=row[7],
         updated_at=row[8],
         retrieval_count=row[9],
-        source_message_ids=sources,
+        sources=sources,
+        sensitive=bool(row[10]),
     )
 
 
@@ -460,8 +475,8 @@ class Store:
         with self._tx():
             cur = self.conn.executemany(
                 "INSERT OR IGNORE INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
-                "is_bot, content, created_at, captured_at, parent_channel_id, reply_to) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "is_bot, content, created_at, captured_at, parent_channel_id, reply_to, private_thread) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         m.message_id,
@@ -475,6 +490,7 @@ class Store:
                         at,
                         m.parent_channel_id,
                         m.reply_to,
+                        int(m.private_thread),
                     )
                     for m, at in messages
                 ],
@@ -522,11 +538,14 @@ class Store:
         """The oldest `limit` buffered messages of a channel, in arrival order."""
         rows = self.conn.execute(
             "SELECT message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
-            "parent_channel_id, reply_to FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
+            "parent_channel_id, reply_to, private_thread FROM pending_messages WHERE channel_id = ? "
+            "ORDER BY seq LIMIT ?",
             (channel_id, limit),
         ).fetchall()
         return [
-            BufferedMessage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10])
+            BufferedMessage(
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10], bool(r[11])
+            )
             for r in rows
         ]
 
@@ -557,7 +576,12 @@ class Store:
             ") AS n JOIN facts AS f ON f.id = n.fact_id ORDER BY n.d, f.id",
             (vector_blob(vector), scope, user_id, k),
         ).fetchall()
-        return [(_fact(r), r[10]) for r in rows if max_distance is None or r[10] <= max_distance]
+        sources = self._sources([r[0] for r in rows])
+        return [
+            (_fact(r, sources.get(r[0], ())), r[11])
+            for r in rows
+            if max_distance is None or r[11] <= max_distance
+        ]
 
     def keyword_search(self, scope: str, user_id: str, text: str, k: int) -> list[Fact]:
         """Active facts of one person matching informative words of `text`, best BM25 first.
@@ -581,8 +605,11 @@ class Store:
         total = self.conn.execute(
             "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
         ).fetchone()[0]
-        ranked = bm25_order([r[3] for r in rows], keyword_terms(terms), max(total, len(rows)))
-        return [_fact(rows[i]) for i in ranked[:k]]
+        ranked = [
+            rows[i] for i in bm25_order([r[3] for r in rows], keyword_terms(terms), max(total, len(rows)))
+        ]
+        sources = self._sources([r[0] for r in ranked[:k]])
+        return [_fact(r, sources.get(r[0], ())) for r in ranked[:k]]
 
     def facts_by_text(
         self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
@@ -653,17 +680,23 @@ class Store:
         ).fetchall()
         return [_fact(r) for r in rows]
 
-    def _sources(self, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        out: dict[int, list[str]] = {}
+    def _sources(self, fact_ids: Sequence[int]) -> dict[int, tuple[Source, ...]]:
+        """Each fact's source messages with where they were said, in message order."""
+        out: dict[int, list[Source]] = {}
         for start in range(0, len(fact_ids), 500):
             chunk = fact_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for fid, mid in self.conn.execute(
-                f"SELECT fact_id, message_id FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
+            for fid, mid, confirms, channel, parent, private in self.conn.execute(
+                "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread "
+                f"FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
                 chunk,
             ):
-                out.setdefault(fid, []).append(mid)
+                origin = None if channel is None else Origin(channel, parent, bool(private))
+                out.setdefault(fid, []).append(Source(mid, origin, bool(confirms)))
         return {k: tuple(v) for k, v in out.items()}
+
+    def _source_ids(self, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        return {fid: tuple(s.message_id for s in sources) for fid, sources in self._sources(fact_ids).items()}
 
     def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         params: tuple[Any, ...] = (scope,) if user_id is None else (scope, user_id)
@@ -706,8 +739,9 @@ class Store:
         if len(embedding) != self.dimensions:
             raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
         cur = self.conn.execute(
-            "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (fact.scope, fact.user_id, text, fact.valid_from, now, now),
+            "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (fact.scope, fact.user_id, text, fact.valid_from, now, now, int(fact.sensitive)),
         )
         fact_id = int(cur.lastrowid or 0)
         self.conn.execute(
@@ -718,14 +752,43 @@ class Store:
             "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
             (fact_id, text, owner_token(fact.scope, fact.user_id)),
         )
-        self._add_sources(fact_id, fact.source_message_ids)
+        self._add_sources(fact_id, fact, confirms=False)
         return fact_id
 
-    def _add_sources(self, fact_id: int, message_ids: Iterable[str], *, confirms: bool = False) -> None:
-        """Record where a fact comes from; `confirms`: the message only repeated it, adding no words."""
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO fact_sources (fact_id, message_id, confirms) VALUES (?, ?, ?)",
-            [(fact_id, m, int(confirms)) for m in message_ids],
+    def _add_sources(self, fact_id: int, fact: NewFact, *, confirms: bool) -> None:
+        """Record which messages a fact comes from and where each was said; `confirms`: they only repeated
+        it, adding no words. Where comes from `fact.origins`, else from the buffered message itself."""
+        for mid in fact.source_message_ids:
+            origin = fact.origins.get(mid) or self._buffered_origin(mid)
+            self.conn.execute(
+                "INSERT OR IGNORE INTO fact_sources "
+                "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    fact_id,
+                    mid,
+                    int(confirms),
+                    origin and origin.channel_id,
+                    origin and origin.parent_channel_id,
+                    int(bool(origin and origin.private_thread)),
+                ),
+            )
+
+    def _buffered_origin(self, message_id: str) -> Origin | None:
+        row = self.conn.execute(
+            "SELECT channel_id, parent_channel_id, private_thread FROM pending_messages WHERE message_id = ?",
+            (message_id,),
+        ).fetchone()
+        return Origin(row[0], row[1], bool(row[2])) if row else None
+
+    def _inherit_sources(self, fact_id: int, from_id: int) -> None:
+        """A merged fact holds the words of the fact it replaces: it keeps that fact's sources, as they were."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO fact_sources "
+            "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
+            "SELECT ?, message_id, confirms, channel_id, parent_channel_id, private_thread "
+            "FROM fact_sources WHERE fact_id = ?",
+            (fact_id, from_id),
         )
 
     def _supersede(self, old_id: int, new_id: int, status: FactStatus, now: str) -> None:
@@ -833,7 +896,7 @@ class Store:
                 elif decision is Decision.DUPLICATE:
                     assert op.target_id is not None
                     fact_id = op.target_id
-                    self._add_sources(fact_id, fact.source_message_ids, confirms=True)
+                    self._add_sources(fact_id, fact, confirms=True)
                     self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, fact_id))
                     self._event(
                         fact_id,
@@ -855,7 +918,7 @@ class Store:
                         text = op.merged_text
                     fact_id = self._insert_fact(fact, text, vector, now)
                     if decision is Decision.MERGE:
-                        self._add_sources(fact_id, self._sources([op.target_id]).get(op.target_id, ()))
+                        self._inherit_sources(fact_id, op.target_id)
                         # Searchable at once with the new fact's vector; the merged text's own vector
                         # rides along with the next flush's embedding request (see refresh below).
                         self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
@@ -1041,7 +1104,7 @@ class Store:
                 "SELECT fact_id, confirms FROM fact_sources WHERE message_id = ?", (message_id,)
             )
         }
-        sources = self._sources(list(with_source))
+        sources = self._source_ids(list(with_source))
         carrying: set[int] = set()
         for fid, repeated in with_source.items():
             merged_from = [
@@ -1050,7 +1113,7 @@ class Store:
                     "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
                 )
             ]
-            inherited = {mid for mids in self._sources(merged_from).values() for mid in mids}
+            inherited = {mid for mids in self._source_ids(merged_from).values() for mid in mids}
             added_words = bool(merged_from) and not repeated and message_id not in inherited
             # A fact whose only source merely repeated it came from elsewhere (an import): it stays.
             orphaned = set(sources.get(fid, ())) == {message_id} and not repeated

@@ -74,6 +74,8 @@ MESSAGE_CHAT_INPUT_COMMAND = 20
 GUILD_TEXT = 0
 DM = 1
 PUBLIC_THREAD = 11
+PRIVATE_THREAD = 12
+THREAD_TYPES = (PUBLIC_THREAD, PRIVATE_THREAD)
 
 USER_MENTION = re.compile(r"<@!?(\d+)>")
 ROLE_MENTION = re.compile(r"<@&(\d+)>")
@@ -244,11 +246,18 @@ def text_channel_payload(channel_id: int, guild_id: int, name: str, position: in
     }
 
 
-def thread_payload(thread_id: int, guild_id: int, parent_id: int, owner_id: int, name: str) -> dict[str, Any]:
-    """A public thread."""
+def overwrite(target_id: int, *, member: bool = False, allow: int = 0, deny: int = 0) -> dict[str, Any]:
+    """A channel permission overwrite for a role (or a member)."""
+    return {"id": str(target_id), "type": 1 if member else 0, "allow": str(allow), "deny": str(deny)}
+
+
+def thread_payload(
+    thread_id: int, guild_id: int, parent_id: int, owner_id: int, name: str, *, private: bool = False
+) -> dict[str, Any]:
+    """A public (or private) thread."""
     return {
         "id": str(thread_id),
-        "type": PUBLIC_THREAD,
+        "type": PRIVATE_THREAD if private else PUBLIC_THREAD,
         "guild_id": str(guild_id),
         "parent_id": str(parent_id),
         "owner_id": str(owner_id),

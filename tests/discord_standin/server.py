@@ -32,6 +32,7 @@ from tests.discord_standin.model import (
     INTENT_DIRECT_MESSAGES,
     INTENT_GUILD_MEMBERS,
     INTENT_GUILD_MESSAGES,
+    INTENT_GUILDS,
     INTENT_MESSAGE_CONTENT,
     MANAGE_GUILD,
     MESSAGE_CHAT_INPUT_COMMAND,
@@ -39,6 +40,7 @@ from tests.discord_standin.model import (
     MESSAGE_REPLY,
     PRIVILEGED_INTENTS,
     ROLE_MENTION,
+    THREAD_TYPES,
     USER_MENTION,
     Guild,
     Member,
@@ -324,6 +326,57 @@ class DiscordStandIn:
                 data = {**member.payload(user), "guild_id": str(guild_id)}
                 self._spawn(self._dispatch("GUILD_MEMBER_ADD", data, intent=INTENT_GUILD_MEMBERS))
         return user
+
+    async def add_role(self, guild: Guild, name: str, permissions: int = EVERYONE_PERMISSIONS) -> int:
+        """A new role (sent as GUILD_ROLE_CREATE); give it to members with `set_roles`."""
+        role_id = self._snowflake()
+        role = role_payload(role_id, name, permissions, position=len(guild.roles))
+        guild.roles.append(role)
+        await self._dispatch("GUILD_ROLE_CREATE", {"guild_id": str(guild.id), "role": role})
+        return role_id
+
+    async def set_roles(self, guild: Guild, user: dict[str, Any], role_ids: Sequence[int]) -> None:
+        """Replace a member's roles (sent as GUILD_MEMBER_UPDATE)."""
+        member = self._ensure_member(guild, int(user["id"]))
+        member.roles = list(role_ids)
+        data = {**member.payload(self.users[member.user_id]), "guild_id": str(guild.id)}
+        await self._dispatch("GUILD_MEMBER_UPDATE", data, intent=INTENT_GUILD_MEMBERS)
+
+    async def add_text_channel(
+        self, guild: Guild, name: str, *, overwrites: Sequence[dict[str, Any]] = ()
+    ) -> int:
+        """A new text channel with permission overwrites (see `model.overwrite`), sent as CHANNEL_CREATE."""
+        channel_id = self._snowflake()
+        payload = text_channel_payload(channel_id, guild.id, name, len(guild.channels))
+        payload["permission_overwrites"] = list(overwrites)
+        guild.channels[name] = channel_id
+        self._add_channel(payload, guild.id)
+        await self._dispatch("CHANNEL_CREATE", payload)
+        return channel_id
+
+    async def set_overwrites(self, channel_id: int, overwrites: Sequence[dict[str, Any]]) -> None:
+        """Change who may see a channel (sent as CHANNEL_UPDATE, as when an admin edits permissions)."""
+        payload = self.channels[channel_id]
+        payload["permission_overwrites"] = list(overwrites)
+        await self._dispatch("CHANNEL_UPDATE", payload)
+
+    async def add_thread(
+        self,
+        guild: Guild,
+        parent_id: int,
+        name: str,
+        *,
+        private: bool = False,
+        members: Sequence[dict[str, Any]] = (),
+    ) -> int:
+        """A thread in `parent_id` (sent as THREAD_CREATE); a private one names its `members`."""
+        thread_id = self._snowflake()
+        owner_id = int(members[0]["id"]) if members else guild.owner_id
+        payload = thread_payload(thread_id, guild.id, parent_id, owner_id, name, private=private)
+        payload["member_count"] = len(members) + 1
+        self._add_channel(payload, guild.id)
+        await self._dispatch("THREAD_CREATE", {**payload, "newly_created": True}, intent=INTENT_GUILDS)
+        return thread_id
 
     def _new_user(self, name: str, *, bot: bool = False) -> dict[str, Any]:
         user = user_payload(self._snowflake(), name, bot=bot)
@@ -1029,7 +1082,7 @@ class DiscordStandIn:
             if guild_id != guild.id:
                 continue
             channel = self.channels[channel_id]
-            (threads if channel["type"] == 11 else channels).append(channel)
+            (threads if channel["type"] in THREAD_TYPES else channels).append(channel)
         return {
             "id": str(guild.id),
             "name": guild.name,

@@ -1,0 +1,164 @@
+"""Who can read what in a server: the audience rule of recall, decided from current permissions.
+
+A fact said in channel S may be used in a reply in channel C only when everyone who can read C could
+also read S. A public thread has its parent's readers; a private thread is private to its members, so
+its facts serve that thread only (and a reply in a private thread is judged as if its parent's readers
+could read it, which only ever leaves more out). When the bot cannot tell (a channel it cannot see,
+a member list it does not have yet) the fact is left out.
+
+Answers are cached per (reply channel, source channel) and the cache is dropped whenever a channel,
+role, membership or thread changes, so overwrites take effect at the next reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import discord
+
+from bot.memory.models import Fact
+from bot.memory.recall import Audience
+
+log = logging.getLogger(__name__)
+
+CHUNK_WAIT_SECONDS = 3.0  # how long a reply waits for a server's member list the first time
+CHANGE_EVENTS = (
+    "on_guild_channel_create",
+    "on_guild_channel_update",
+    "on_guild_channel_delete",
+    "on_guild_role_create",
+    "on_guild_role_update",
+    "on_guild_role_delete",
+    "on_guild_update",
+    "on_member_join",
+    "on_member_remove",
+    "on_member_update",
+    "on_thread_update",
+    "on_thread_delete",
+    "on_raw_thread_delete",
+)
+
+Channel = discord.abc.GuildChannel | discord.Thread
+
+
+def audience_key(channel: Any) -> str:
+    """The channel whose readers are the readers of `channel` (see `Origin.audience_key`)."""
+    if isinstance(channel, discord.Thread) and channel.type is not discord.ChannelType.private_thread:
+        return str(channel.parent_id)
+    return str(channel.id)
+
+
+def open_to_everyone(guild: discord.Guild, channel: discord.abc.GuildChannel) -> bool:
+    """Whether every member can read `channel`: @everyone may, and no overwrite takes it from anyone."""
+    everyone = channel.overwrites_for(guild.default_role).view_channel
+    base = guild.default_role.permissions.view_channel or guild.default_role.permissions.administrator
+    if everyone is False or (not base and everyone is not True):
+        return False
+    return not any(o.view_channel is False for o in channel.overwrites.values())
+
+
+def can_view(channel: discord.abc.GuildChannel, member: discord.Member) -> bool:
+    return channel.permissions_for(member).view_channel
+
+
+class AudienceResolver:
+    """Builds the `Audience` of a reply, and answers "may this member read where that fact was said"."""
+
+    def __init__(self, bot: discord.Client) -> None:
+        self.bot = bot
+        self._cache: dict[tuple[int, str, str], bool] = {}
+        self._chunking: dict[int, asyncio.Task[Any]] = {}
+        for event in CHANGE_EVENTS:
+            bot.add_listener(self._changed, event)
+
+    async def _changed(self, *_: Any) -> None:
+        self._cache.clear()
+
+    def forget_cache(self) -> None:
+        self._cache.clear()
+
+    async def for_message(self, message: discord.Message) -> Audience:
+        """The audience of a reply to `message`: its author is the owner, its channel's readers the rest."""
+        owner = str(message.author.id)
+        guild = message.guild
+        if guild is None:  # a DM: private to the bot and its author, whose facts alone are recalled
+            return Audience(owner)
+        await self._wait_for_members(guild)
+        reply_key = audience_key(message.channel)
+        return Audience(owner, lambda key: self.covers(guild, reply_key, key))
+
+    async def _wait_for_members(self, guild: discord.Guild) -> None:
+        """Ask for the member list once per server, waiting a bounded time; until it comes, facts whose
+        audience needs it are left out."""
+        if guild.chunked:
+            return
+        task = self._chunking.get(guild.id)
+        if task is None or task.done():
+            task = asyncio.ensure_future(guild.chunk(cache=True))
+            self._chunking[guild.id] = task
+            task.add_done_callback(lambda t: self._chunked(guild.id, t))
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError, discord.DiscordException):
+            await asyncio.wait_for(asyncio.shield(task), CHUNK_WAIT_SECONDS)
+
+    def _chunked(self, guild_id: int, task: asyncio.Task[Any]) -> None:
+        self._chunking.pop(guild_id, None)
+        self._cache.clear()
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("could not load the member list of server %s: %s", guild_id, task.exception())
+
+    def covers(self, guild: discord.Guild, reply_key: str, source_key: str) -> bool:
+        """Whether everyone who can read the reply's channel can read the source channel."""
+        if source_key == reply_key:
+            return True
+        cached = self._cache.get((guild.id, reply_key, source_key))
+        if cached is None:
+            cached = self._covers(guild, reply_key, source_key)
+            self._cache[(guild.id, reply_key, source_key)] = cached
+        return cached
+
+    def _covers(self, guild: discord.Guild, reply_key: str, source_key: str) -> bool:
+        source = _channel(guild, source_key)
+        if source is None or isinstance(source, discord.Thread):
+            return False  # gone, unknown, or a private thread other than the one replied in
+        reply = _channel(guild, reply_key)
+        if isinstance(reply, discord.Thread):  # a private thread: its readers are among its parent's
+            reply = reply.parent
+        if reply is None:
+            return False
+        if open_to_everyone(guild, source):
+            return True
+        if not guild.chunked:
+            return False
+        return all(can_view(source, m) for m in _representatives(guild, reply, source) if can_view(reply, m))
+
+    def member_can_read(self, guild: discord.Guild, member: discord.Member, fact: Fact) -> bool:
+        """Whether `member` could read every place the fact's words were said (for /facts about others)."""
+        keys = fact.audience_keys
+        if keys is None:
+            return False
+        for key in keys:
+            channel = _channel(guild, key)
+            if channel is None or isinstance(channel, discord.Thread) or not can_view(channel, member):
+                return False
+        return True
+
+
+def _channel(guild: discord.Guild, key: str) -> Channel | None:
+    if not key.isdigit():
+        return None
+    return guild.get_channel_or_thread(int(key))
+
+
+def _representatives(guild: discord.Guild, *channels: discord.abc.GuildChannel) -> list[discord.Member]:
+    """One member per set of roles, plus every member the channels name in an overwrite and the owner:
+    permissions depend on nothing else, so checking these is checking everyone."""
+    named = {t.id for c in channels for t in c.overwrites if not isinstance(t, discord.Role)}
+    named.add(guild.owner_id or 0)
+    chosen: dict[Any, discord.Member] = {}
+    for member in guild.members:
+        key: Any = member.id if member.id in named else tuple(sorted(r.id for r in member.roles))
+        chosen.setdefault(key, member)
+    return list(chosen.values())
