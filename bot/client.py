@@ -25,7 +25,7 @@ from bot.memory.store import Store
 
 log = logging.getLogger(__name__)
 
-COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.admin", "bot.cogs.errors")
+COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.telling", "bot.cogs.admin", "bot.cogs.errors")
 SHUTDOWN_TIMEOUT_SECONDS = 5.0  # running flushes get this long to finish; the rest stays buffered
 ADMIN_LOG_STOP_SECONDS = 1.5
 DEV_GUILD_STATE = "command_dev_guild"  # the server commands were last synced to, to clear when it changes

@@ -1,9 +1,12 @@
 """A rule-based stand-in for Gemini's judgement, plugged into the Gemini stand-in's generate_handler.
 
-It recognises the bot's two memory tasks by their marker lines and answers in their JSON shapes:
+It recognises the bot's memory tasks by their marker lines and answers in their JSON shapes:
 extraction turns first-person sentences ("I live in Oslo", "My dog is Rex") into third-person facts of
-the speaker; consolidation invalidates a candidate that states the same kind of thing ("lives in",
-"works as") and keeps the rest. Chat requests get `chat_reply` (a string or a function of the body).
+the speaker, marking health, money, belief and contact details as sensitive; a remember request does
+the same for what one person asked to keep; consolidation invalidates a candidate that states the same
+kind of thing ("lives in", "works as") and keeps the rest. Chat requests get `chat_reply` (a string or
+a function of the body), except explicit requests ("remember that ...", "forget that ..."), which call
+the bot's tools when the request offers them, as a real model would.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK
 
 _SENTENCE = re.compile(r"[^.!?\n]+")
+_SENSITIVE = re.compile(
+    r"salary|diabet|depress|medication|religio|pray|muslim|christian|jewish|gay|lesbian|vote for|party member"
+    r"|union member|arrested|convicted|address is|phone number|e-?mail is|\d+k\b",
+    re.I,
+)
+_EXPLICIT = re.compile(r"\b(remember|forget) that (.+)", re.I | re.S)
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^i am (.+)$|^i'm (.+)$", re.I), "{name} is {0}"),
     (re.compile(r"^my (.+?) is (.+)$", re.I), "{name}'s {0} is {1}"),
@@ -54,9 +63,32 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
             fact = sentence_fact(message["author"], sentence)
             if fact:
                 facts.append(
-                    {"user_id": message["author_id"], "text": fact, "source_message_ids": [message["id"]]}
+                    {
+                        "user_id": message["author_id"],
+                        "text": fact,
+                        "source_message_ids": [message["id"]],
+                        "sensitive": bool(_SENSITIVE.search(fact)),
+                    }
                 )
     return {"facts": facts}
+
+
+def remember(payload: dict[str, Any]) -> dict[str, Any]:
+    facts = []
+    for sentence in _SENTENCE.findall(payload["asked_to_remember"]):
+        fact = sentence_fact(payload["person"], sentence)
+        if fact:
+            facts.append({"text": fact, "sensitive": bool(_SENSITIVE.search(fact))})
+    return {"facts": facts}
+
+
+def tool_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A call of the bot's remember/forget tool for an explicit request, when the request offers it."""
+    offered = {f["name"] for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []}
+    match = _EXPLICIT.search(last_user_text(body))
+    if match is None or match.group(1).lower() not in offered:
+        return None
+    return [{"functionCall": {"name": match.group(1).lower(), "args": {"what": match.group(2).strip()}}}]
 
 
 def _predicate(text: str) -> str:
@@ -95,11 +127,16 @@ class FakeBrain:
         self.chat_reply = chat_reply
         self.chat_requests: list[dict[str, Any]] = []
 
-    def __call__(self, body: dict[str, Any]) -> str:
+    def __call__(self, body: dict[str, Any]) -> str | list[dict[str, Any]]:
         system = system_text(body)
         if system.startswith(EXTRACT_TASK):
             return json.dumps(extract(json.loads(last_user_text(body))))
         if system.startswith(CONSOLIDATE_TASK):
             return json.dumps(consolidate(json.loads(last_user_text(body))))
+        if system.startswith(REMEMBER_TASK):
+            return json.dumps(remember(json.loads(last_user_text(body))))
         self.chat_requests.append(body)
+        call = tool_call(body)
+        if call is not None:
+            return call
         return self.chat_reply(body) if callable(self.chat_reply) else self.chat_reply

@@ -53,7 +53,9 @@ STOP_WORDS = frozenset(
 )
 BASELINE_SIMILARITY_WEIGHT = 0.6
 
-GenerateHandler = Callable[[dict[str, Any]], "str | Awaitable[str]"]
+GenerateHandler = Callable[
+    [dict[str, Any]], "str | list[dict[str, Any]] | Awaitable[str | list[dict[str, Any]]]"
+]
 EmbedHandler = Callable[[str, "str | None", "int | None"], list[float]]
 
 
@@ -304,11 +306,18 @@ class GeminiStandIn:
                 return await self._sse(request, [blocked])
             return web.json_response(blocked)
 
+        calls: list[dict[str, Any]] = []
         if fault is not None and fault.action == "malformed":
             text = MALFORMED_TEXT
         else:
             produced = self.generate_handler(body)
-            text = await produced if inspect.isawaitable(produced) else produced
+            answer = await produced if inspect.isawaitable(produced) else produced
+            # A handler answers with text, or with a list of parts (text and functionCall ones).
+            if isinstance(answer, list):
+                text = "".join(p["text"] for p in answer if isinstance(p.get("text"), str))
+                calls = [p for p in answer if "functionCall" in p]
+            else:
+                text = answer
         output_tokens = tokens(len(text))
         self.counters[kind]["prompt_tokens"] += prompt_tokens
         self.counters[kind]["output_tokens"] += output_tokens
@@ -316,7 +325,7 @@ class GeminiStandIn:
         if kind == "generate":
             return web.json_response(
                 {
-                    "candidates": [_candidate(text, "STOP")],
+                    "candidates": [_candidate(text, "STOP", calls)],
                     "usageMetadata": _usage(prompt_tokens, output_tokens),
                     "modelVersion": model,
                     "responseId": response_id,
@@ -330,7 +339,7 @@ class GeminiStandIn:
             so_far = tokens(sum(len(p) for p in pieces[: index + 1]))
             chunks.append(
                 {
-                    "candidates": [_candidate(piece, "STOP" if last else None)],
+                    "candidates": [_candidate(piece, "STOP" if last else None, calls if last else [])],
                     "usageMetadata": _usage(prompt_tokens, so_far),
                     "modelVersion": model,
                     "responseId": response_id,
@@ -383,8 +392,11 @@ class GeminiStandIn:
             await asyncio.wait_for(self._release.wait(), seconds)
 
 
-def _candidate(text: str, finish_reason: str | None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+def _candidate(
+    text: str, finish_reason: str | None, calls: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    parts = [{"text": text}] if text or not calls else []
+    candidate: dict[str, Any] = {"content": {"parts": parts + (calls or []), "role": "model"}, "index": 0}
     if finish_reason:
         candidate["finishReason"] = finish_reason
     return candidate

@@ -3,11 +3,13 @@ permission changes, DMs), through the real discord.py and google-genai against t
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.cogs.telling import NOTHING_MATCHES
 from tests.discord_standin.model import VIEW_CHANNEL, overwrite
 from tests.e2e import World, world
 from tests.fake_brain import system_text
@@ -102,3 +104,115 @@ async def test_the_public_thread_of_a_channel_shares_its_audience(tmp_path: Path
         await w.flush()
         reply = await ask(w, w.general, w.bob, "Turku?")
         assert "bob lives in Turku" in reply
+
+
+async def bot_reply_to(w: World, channel_id: int, sent: dict[str, Any]) -> dict[str, Any]:
+    return await w.discord.wait_for_bot_message(
+        channel_id, lambda m: (m.get("message_reference") or {}).get("message_id") == sent["id"], timeout=10
+    )
+
+
+async def test_sensitive_facts_are_refused_from_chat_kept_when_asked_and_used_only_for_their_owner(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "My salary is 90k. I have diabetes. I like hiking.")
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob likes hiking"]  # chat: not kept
+
+        asked = await w.discord.send_message(
+            w.general, w.bob, "remember that I have diabetes", mention_bot=True
+        )
+        confirmation = await bot_reply_to(w, w.general, asked)
+        [kept] = [f for f in await w.facts(scope, w.bob) if f.sensitive]
+        assert kept.text == "bob has diabetes"
+        # The confirmation names the fact by id and keeps its text out of the channel.
+        assert f"#{kept.id}" in confirmation["content"] and "diabetes" not in confirmation["content"]
+
+        to_bob = await ask(w, w.general, w.bob, "any snack ideas for me? diabetes, hiking")
+        assert "bob has diabetes" in to_bob
+        to_alice = await ask(w, w.general, w.alice, "what snacks for bob? diabetes, hiking")
+        assert "hiking" in to_alice and "diabetes" not in to_alice.split("<background_facts>")[1]
+
+
+async def test_remember_in_words_is_in_facts_at_once_and_confirmed_with_its_id(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        asked = await w.discord.send_message(
+            w.general, w.alice, "please remember that I'm vegetarian", mention_bot=True
+        )
+        reply = await bot_reply_to(w, w.general, asked)
+        [fact] = await w.facts(scope, w.alice)  # stored before the reply was sent: no flush needed
+        assert fact.text == "alice is vegetarian"
+        assert reply["content"].startswith(f"I'll remember that: #{fact.id}: alice is vegetarian")
+        [source] = fact.sources
+        assert source.message_id == asked["id"] and source.origin is not None
+        assert source.origin.channel_id == str(w.general)
+        # Saying it again is recognised as known, not stored twice.
+        again = await w.discord.send_message(
+            w.general, w.alice, "remember that I'm vegetarian", mention_bot=True
+        )
+        assert (await bot_reply_to(w, w.general, again))["content"].startswith(
+            f"I already knew that: #{fact.id}"
+        )
+        assert len(await w.facts(scope, w.alice)) == 1
+
+
+async def test_remember_command_stores_and_an_opted_out_person_is_refused(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        inter = await w.discord.invoke_command(
+            w.carol, "remember", channel_id=w.general, options={"text": "I play the oboe"}
+        )
+        body = await inter.wait_response()
+        [fact] = await w.facts(scope, w.carol)
+        assert fact.text == "carol plays the oboe"
+        assert body["data"]["content"].startswith(f"I'll remember that: #{fact.id}: carol plays the oboe")
+        await w.bot.memory.set_opt_out(scope, w.carol["id"], True)
+        inter = await w.discord.invoke_command(
+            w.carol, "remember", channel_id=w.general, options={"text": "I play the flute"}
+        )
+        body = await inter.wait_response()
+        assert "opted out" in body["data"]["content"]
+        assert [f.text for f in await w.facts(scope, w.carol)] == ["carol plays the oboe"]
+
+
+async def test_forget_in_words_asks_privately_and_forgets_only_after_confirming(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "I live in Oslo. I like chess.")
+        await w.flush()
+        asked = await w.discord.send_message(w.general, w.bob, "forget that I live in Oslo", mention_bot=True)
+        reply = await bot_reply_to(w, w.general, asked)
+        assert "Nothing is forgotten until you confirm" in reply["content"]
+        assert "forgot" not in reply["content"].lower().replace("forgotten until", "")
+        assert len(await w.facts(scope, w.bob)) == 2
+        # Someone else cannot press it.
+        other = await w.discord.click_button(w.alice, int(reply["id"]), "forgetwords:review")
+        assert "Only the person who asked" in (await other.wait_response())["data"]["content"]
+        review = await w.discord.click_button(w.bob, int(reply["id"]), "forgetwords:review")
+        shown = (await review.wait_response())["data"]
+        assert shown["flags"] & 64 and "bob lives in Oslo" in shown["content"]
+        assert "chess" not in shown["content"]
+        confirm = await w.discord.click_button(w.bob, int(review.original_message_id), "forget:confirm")
+        await confirm.wait_response()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob likes chess"]
+
+        nothing = await w.discord.send_message(w.general, w.bob, "forget that I own a boat", mention_bot=True)
+        # Facts that do not match are not offered: the reply points to /facts and /forget.
+        answer = await bot_reply_to(w, w.general, nothing)
+        assert answer["content"] == NOTHING_MATCHES
+
+
+async def test_the_model_is_told_the_date_and_how_memory_can_be_seen_and_erased(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        system = await ask(w, w.general, w.alice, "hello")
+        assert datetime.now(UTC).strftime("%d %B %Y") in system
+        assert "/facts" in system and "/forget" in system and "remember that" in system
+        request = w.brain.chat_requests[-1]
+        offered = {f["name"] for t in request["tools"] for f in t["functionDeclarations"]}
+        assert offered == {"remember", "forget"}
+        await w.bot.memory.update_guild(w.alpha.id, memory_enabled=False)
+        off = await ask(w, w.general, w.alice, "hello again")
+        assert "Memory is switched off" in off and "tools" not in w.brain.chat_requests[-1]

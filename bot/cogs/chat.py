@@ -11,10 +11,11 @@ import discord
 from discord.ext import commands
 
 from bot.client import MemoryBot
+from bot.cogs import telling
 from bot.discord_text import split_message
-from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
-from bot.memory.models import BufferedMessage, guild_scope, iso
+from bot.llm.gemini import ChatTool, ChatTurn, GeminiError, GeminiRefusal, ToolCall
+from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
+from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.recall import Participant
 from bot.memory.text import strip_background_blocks, strip_mentions, worth_reading
 
@@ -257,9 +258,17 @@ class Chat(commands.Cog):
         human = [m.clean_content for m in messages if not m.author.bot and m.clean_content.strip()]
         return "\n".join(human[-QUERY_TURNS:])[-2000:]
 
+    def memory_on(self, message: discord.Message) -> bool:
+        return message.guild is None or self.bot.memory.guild(message.guild.id).memory_enabled
+
+    def tools(self, message: discord.Message) -> tuple[ChatTool, ...]:
+        """What the model may ask the bot to do: remember or forget for the author, where memory is on."""
+        return (REMEMBER_TOOL, FORGET_TOOL) if self.memory_on(message) else ()
+
     async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
-        persona = self.bot.settings.bot_persona
-        if message.guild is not None and not self.bot.memory.guild(message.guild.id).memory_enabled:
+        guide = memory_guide(utcnow().strftime("%A, %d %B %Y"), memory_on=self.memory_on(message))
+        persona = f"{self.bot.settings.bot_persona}\n\n{guide}"
+        if not self.memory_on(message):
             return persona
         try:
             async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
@@ -300,13 +309,20 @@ class Chat(commands.Cog):
                 remember = remember and not any(self.kept_out(m) for m in messages)
                 turns = self.turns(messages)
                 system = await self.system_instruction(message, messages)
-                stream = self.bot.gemini.chat_stream(system=system, turns=turns)
+                stream = self.bot.gemini.chat_stream(system=system, turns=turns, tools=self.tools(message))
+                calls: list[ToolCall] = []
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
+                        if isinstance(delta, ToolCall):
+                            calls.append(delta)
+                            continue
                         text += delta
                         if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
                             await self.show(message, sent, text, remember=remember)
                             last_sync = time.monotonic()
+            if calls:  # the bot answers an explicit request in its own words, not the model's
+                await self.use_tools(message, sent, calls)
+                return
             if not text.strip():
                 raise GeminiError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
@@ -329,6 +345,48 @@ class Chat(commands.Cog):
                     message.guild.id,
                     f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
                 )
+
+    async def use_tools(
+        self, message: discord.Message, sent: list[discord.Message], calls: list[ToolCall]
+    ) -> None:
+        """Do what the author explicitly asked (remember, or offer to forget) and say so.
+
+        Only the author's own facts are touched. The confirmation replaces whatever the model wrote, so a
+        reply never claims more than the bot did; it is not kept as extraction context.
+        """
+        lines: list[str] = []
+        view: discord.ui.View | None = None
+        for call in calls[:2]:
+            what = str(call.args.get("what") or "").strip()
+            if call.name == REMEMBER_TOOL.name:
+                lines.append(
+                    await telling.remember(
+                        self.bot.memory,
+                        user=message.author,
+                        guild_id=message.guild.id if message.guild else None,
+                        channel=message.channel,
+                        text=what or message.clean_content,
+                        source_id=message.id,
+                    )
+                )
+            elif call.name == FORGET_TOOL.name and view is None:
+                text, view = await telling.forget_request(
+                    self.bot.memory,
+                    user=message.author,
+                    guild_id=message.guild.id if message.guild else None,
+                    text=what or message.clean_content,
+                )
+                lines.append(text)
+        content = "\n".join(lines) or FAILED_REPLY
+        if sent:
+            await sent[0].edit(content=content, view=view)
+            for extra in sent[1:]:
+                await extra.delete()
+            reply = sent[0]
+        else:
+            reply = await message.reply(content, mention_author=False, view=view)
+        if isinstance(view, telling.ForgetRequest):
+            view.message = reply
 
     def kept_out(self, message: discord.Message) -> bool:
         """Whether a person's message in the conversation is one memory must not learn from."""

@@ -115,6 +115,23 @@ class ChatTurn:
 
 
 @dataclass
+@dataclass(frozen=True)
+class ChatTool:
+    """A function the chat model may call instead of answering in words; every parameter is a string."""
+
+    name: str
+    description: str
+    parameters: dict[str, str]  # name -> what to put in it
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The chat model asked for a tool; the bot acts and answers in its own words."""
+
+    name: str
+    args: dict[str, Any]
+
+
 class _Counters:
     calls: int = 0
     prompt_tokens: int = 0
@@ -316,8 +333,10 @@ class GeminiClient:
 
     # ---- chat -------------------------------------------------------------------------------------------
 
-    async def chat_stream(self, *, system: str, turns: Sequence[ChatTurn]) -> AsyncIterator[str]:
-        """Yield the chat model's reply as text deltas.
+    async def chat_stream(
+        self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
+    ) -> AsyncIterator[str | ToolCall]:
+        """Yield the chat model's reply as text deltas, and the tools it calls as `ToolCall`s.
 
         Retries only while nothing has been yielded (a retry after that would repeat text the caller already
         showed). Raises GeminiRefusal when blocked, GeminiError on other failures.
@@ -329,6 +348,7 @@ class GeminiClient:
             system_instruction=system or None,
             automatic_function_calling=_NO_AFC,
             http_options=self._stream_http_options,
+            tools=[_tool(tools)] if tools else None,
         )
         counters = self.usage.counters[Purpose.CHAT]
         attempt = 0
@@ -360,6 +380,9 @@ class GeminiClient:
                         if text:
                             yielded = True
                             yield text
+                        for call in _calls_of(chunk):
+                            yielded = True
+                            yield call
                     if not saw_candidate:
                         raise _MalformedAnswer("Gemini returned no answer candidates")
                     return
@@ -545,6 +568,37 @@ def _contents(turns: Sequence[ChatTurn]) -> list[types.Content]:
         else:
             contents.append(types.Content(role=turn.role, parts=[part]))
     return contents
+
+
+def _tool(tools: Sequence[ChatTool]) -> types.Tool:
+    return types.Tool(
+        function_declarations=[
+            types.FunctionDeclaration(
+                name=tool.name,
+                description=tool.description,
+                parameters=types.Schema(
+                    type=types.Type.OBJECT,
+                    properties={
+                        name: types.Schema(type=types.Type.STRING, description=about)
+                        for name, about in tool.parameters.items()
+                    },
+                    required=list(tool.parameters),
+                ),
+            )
+            for tool in tools
+        ]
+    )
+
+
+def _calls_of(response: types.GenerateContentResponse) -> list[ToolCall]:
+    """The function calls in the first candidate (arguments as the model gave them)."""
+    if not response.candidates or response.candidates[0].content is None:
+        return []
+    return [
+        ToolCall(p.function_call.name, dict(p.function_call.args or {}))
+        for p in response.candidates[0].content.parts or []
+        if p.function_call is not None and p.function_call.name
+    ]
 
 
 def _text_of(response: types.GenerateContentResponse) -> str:

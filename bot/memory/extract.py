@@ -2,7 +2,9 @@
 
 The model proposes; this module disposes: a fact is accepted only for a human who spoke in the chunk,
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that
-one person's words can never become another person's memory.
+one person's words can never become another person's memory. Sensitive facts (health, beliefs,
+finances, contact data ...) are never kept from ordinary chat: only when their owner asks
+(`remembered_facts`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel
 
 from bot.llm.gemini import Purpose
-from bot.llm.prompts import EXTRACT_SYSTEM, ExtractionResult, extraction_prompt
-from bot.memory.models import BufferedMessage, NewFact, iso, utcnow
+from bot.llm.prompts import (
+    EXTRACT_SYSTEM,
+    REMEMBER_SYSTEM,
+    ExtractionResult,
+    RememberResult,
+    extraction_prompt,
+    remember_prompt,
+)
+from bot.memory.models import BufferedMessage, NewFact, Origin, iso, utcnow
 from bot.memory.text import clean, strip_background_blocks, worth_reading
 
 log = logging.getLogger(__name__)
@@ -98,6 +107,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
             continue
         if not worth_reading(text) or (user_id, text.casefold()) in seen:
             continue
+        if item.sensitive:  # kept only when the person asks for it (remember), never from chat
+            log.info("did not keep a sensitive fact about %r learned from chat", user_id)
+            continue
         sources = [mid for mid in item.source_message_ids if mid in own_messages[user_id]]
         if item.source_message_ids and not sources:
             # It cites only someone else's words (or the bot's): that is not the person saying it.
@@ -115,3 +127,39 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
             )
         )
     return accepted
+
+
+async def remembered_facts(
+    llm: JsonModel,
+    *,
+    scope: str,
+    user_id: str,
+    name: str,
+    text: str,
+    message_id: str,
+    origin: Origin,
+) -> list[NewFact]:
+    """What a person explicitly asked to be remembered about themselves, as facts of theirs.
+
+    Sensitive facts are kept here (they asked) and marked, so recall uses them only with their owner.
+    """
+    request = clean(strip_background_blocks(text))
+    if not worth_reading(request):
+        return []
+    result = await llm.generate_json(
+        Purpose.EXTRACT, system=REMEMBER_SYSTEM, prompt=remember_prompt(name, request), schema=RememberResult
+    )
+    facts: dict[str, NewFact] = {}
+    for item in result.facts:
+        fact_text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
+        if worth_reading(fact_text) and fact_text.casefold() not in facts:
+            facts[fact_text.casefold()] = NewFact(
+                scope=scope,
+                user_id=user_id,
+                user_name=name,
+                text=fact_text,
+                source_message_ids=[message_id],
+                origins={message_id: origin},
+                sensitive=item.sensitive,
+            )
+    return list(facts.values())

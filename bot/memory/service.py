@@ -18,18 +18,21 @@ from bot.config import Settings
 from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError, GeminiRefusal
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
-from bot.memory.extract import JsonModel, extract_facts
+from bot.memory.extract import MAX_FACT_CHARS, JsonModel, extract_facts, remembered_facts
 from bot.memory.models import (
     AppliedChange,
     BufferedMessage,
+    Decision,
     Fact,
+    FactStatus,
     GuildSettings,
     NewFact,
+    Origin,
     guild_id_of,
     iso,
     utcnow,
 )
-from bot.memory.recall import Audience, Participant, Recaller, RecallResult
+from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, starts_with_marker, worth_reading
 
@@ -361,6 +364,73 @@ class MemoryService:
         return {"p50": round(q[49], 2), "p95": round(q[94], 2), "samples": len(samples)}
 
     # ---- people's control ------------------------------------------------------------------------------
+
+    async def remember_now(
+        self, scope: str, user_id: str, name: str, text: str, *, message_id: str, origin: Origin
+    ) -> list[tuple[Decision, Fact]]:
+        """Store at once what a person asked to be remembered about themselves, consolidated against
+        what is known of them; returns what became of it (the fact stored, updated or already known).
+
+        Nothing is stored for a person who opted out here (the caller says so first).
+        """
+        facts = await remembered_facts(
+            self.llm, scope=scope, user_id=user_id, name=name, text=text, message_id=message_id, origin=origin
+        )
+        if not facts:
+            return []
+        changes = await self.consolidator.run(facts, user_names={(scope, user_id): name})
+        if changes:
+            self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": 1}))
+        out: list[tuple[Decision, Fact]] = []
+        for change in changes:
+            fact = await self.store.call(Store.get_fact, change.fact_id) if change.fact_id else None
+            if fact is not None:
+                out.append((change.decision, fact))
+        return out
+
+    async def matching_facts(self, scope: str, user_id: str, description: str, limit: int = 5) -> list[Fact]:
+        """A person's own active facts that match a description ("that I live in Oslo"), best first."""
+        description = clean(description)
+        if not worth_reading(description):
+            return []
+        vector = (await self.embedder.embed([description], "query"))[0]
+        hits = await self.store.call(
+            gather_hits,
+            scope,
+            [user_id],
+            vector,
+            description,
+            max_distance=self.settings.recall_max_distance,
+            pool=limit,
+        )
+        return [s.fact for s in fuse_allowed(hits[user_id], Audience.operator(), limit)]
+
+    async def correct_fact(self, scope: str, user_id: str, name: str, fact_id: int, text: str) -> Fact | None:
+        """Replace the text of one of a person's active facts; the old text leaves no trace.
+
+        The new text is re-embedded, and classified again: a correction is the person's own explicit
+        statement, so a sensitive one is kept, marked. None when the fact is not theirs or not active.
+        """
+        text = clean(text, MAX_FACT_CHARS)
+        if not worth_reading(text):
+            raise ValueError("the corrected fact is empty")
+        owned = await self.store.call(Store.get_fact, fact_id)
+        if (
+            owned is None
+            or (owned.scope, owned.user_id) != (scope, user_id)
+            or owned.status != FactStatus.ACTIVE
+        ):
+            return None
+        classified = await remembered_facts(
+            self.llm, scope=scope, user_id=user_id, name=name, text=text, message_id="", origin=Origin("")
+        )
+        sensitive = any(f.sensitive for f in classified) if classified else owned.sensitive
+        [vector] = await self.embedder.embed([text], "document")
+        return await self.store.call(Store.correct_fact, scope, user_id, fact_id, text, vector, sensitive)
+
+    async def export_facts(self, scope: str, user_id: str | None) -> list[Fact]:
+        """Every fact held about a person (None: everyone) in a scope, all statuses, oldest first."""
+        return await self.store.call(Store.export_facts, scope, user_id)
 
     async def list_facts(
         self, scope: str, user_id: int | str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False

@@ -667,6 +667,47 @@ class Store:
         ).fetchone()
         return _fact(row, self._sources([fact_id]).get(fact_id, ())) if row else None
 
+    def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:
+        """Every fact in a scope (of one person, or everyone's), all statuses, oldest first, with sources."""
+        who, params = ("AND f.user_id = ?", (scope, user_id)) if user_id is not None else ("", (scope,))
+        rows = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? {who} ORDER BY f.id", params
+        ).fetchall()
+        sources = self._sources([r[0] for r in rows])
+        return [_fact(r, sources.get(r[0], ())) for r in rows]
+
+    def correct_fact(
+        self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
+    ) -> Fact | None:
+        """Replace an active fact's text in place (vector, keyword index, flag); the old text leaves no
+        trace: the fact's events, which quote it, are replaced by one 'corrected' event without text.
+
+        Its sources, and so where it was learned, stay. None when it is not this person's active fact.
+        """
+        if len(embedding) != self.dimensions:
+            raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
+        with self._tx():
+            owner = self._active_owner(fact_id)
+            if owner is None or owner[:2] != (scope, user_id):
+                return None
+            self.conn.execute(
+                "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
+                (text, int(sensitive), iso(utcnow()), fact_id),
+            )
+            self.conn.execute(
+                "UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (vector_blob(embedding), fact_id)
+            )
+            self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fact_id,))
+            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact_id,))
+            self.conn.execute(
+                "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+                (fact_id, text, owner_token(scope, user_id)),
+            )
+            self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
+            self._event(fact_id, scope, user_id, "corrected", {}, actor=user_id)
+        self.checkpoint()
+        return self.get_fact(fact_id)
+
     def search_own_facts(self, scope: str, user_id: str, prefix: str, limit: int = 25) -> list[Fact]:
         """Active facts whose text or id contains `prefix`, for autocomplete ("#12" as shown finds fact 12)."""
         typed = prefix.strip()
@@ -818,11 +859,11 @@ class Store:
             chain.append(fact_id)
         return chain
 
-    def _active_owner(self, fact_id: int) -> tuple[str, str, str] | None:
+    def _active_owner(self, fact_id: int) -> tuple[str, str, str, bool] | None:
         row = self.conn.execute(
-            "SELECT scope, user_id, text FROM facts WHERE id = ? AND status = 'active'", (fact_id,)
+            "SELECT scope, user_id, text, sensitive FROM facts WHERE id = ? AND status = 'active'", (fact_id,)
         ).fetchone()
-        return (row[0], row[1], row[2]) if row else None
+        return (row[0], row[1], row[2], bool(row[3])) if row else None
 
     def apply_flush(
         self,
@@ -916,6 +957,8 @@ class Store:
                     if decision is Decision.MERGE:
                         assert op.merged_text is not None
                         text = op.merged_text
+                        # The merged text holds both facts' words: sensitive if either was.
+                        fact = replace(fact, sensitive=fact.sensitive or target[3])
                     fact_id = self._insert_fact(fact, text, vector, now)
                     if decision is Decision.MERGE:
                         self._inherit_sources(fact_id, op.target_id)
