@@ -23,7 +23,8 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiError
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
-from bot.memory.models import Decision, NewFact, is_discord_id, valid_scope
+from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
+from bot.memory.portable import fact_record, read_sources
 from bot.memory.recall import Audience, Participant
 from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true")
 
     facts = sub.add_parser("facts", help="list, forget or import facts").add_subparsers(
-        dest="facts_command", required=True, metavar="{list,forget,import}"
+        dest="facts_command", required=True, metavar="{list,forget,export,import}"
     )
     flist = facts.add_parser("list", help="a person's facts in one scope")
     flist.add_argument("--scope", required=True, type=_scope)
@@ -98,13 +99,24 @@ def build_parser() -> argparse.ArgumentParser:
         "import",
         help="import facts from a JSONL file",
         description=(
-            'One {"scope", "user_id", "text", "user_name"?} object per line, UTF-8. Lines that are not such '
+            'One {"scope", "user_id", "text", "user_name"?, "sensitive"?, "sources"?} object per line, UTF-8 '
+            "(what `facts export` writes). `sources` say where the fact was learned (message_id, channel_id, "
+            "parent_channel_id, private_thread); a fact without them is used only in DMs with its owner. "
+            "Lines that are not such "
             f"an object, or whose text is longer than {MAX_FACT_CHARS} characters, are reported by line "
             "number and not imported (split long facts); the other lines are. A fact the person already has "
             "in that scope (same text, ignoring case), or one of a person who opted out there, is skipped "
             "and counted, so running the same file again after a failure imports only what is missing."
         ),
     )
+    fexport = facts.add_parser(
+        "export",
+        help="write facts as JSONL that `facts import` reads (to move to another instance)",
+        description="Active facts of one person (or everyone) in a scope, with where each was learned.",
+    )
+    fexport.add_argument("--scope", required=True, type=_scope)
+    fexport.add_argument("--user", type=_user, help="one person (default: everyone in the scope)")
+    fexport.add_argument("--output", type=Path, help="a file to write (default: standard output)")
     fimport.add_argument("file", type=Path)
     fimport.add_argument("--consolidate", action="store_true", help="run them through consolidation")
     fimport.add_argument("--json", action="store_true")
@@ -280,6 +292,8 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_import(settings, args)
     store = _open_store(settings)
     try:
+        if args.facts_command == "export":
+            return export_facts(store, args)
         if args.facts_command == "list":
             facts = store.list_facts(args.scope, args.user, all_statuses=args.all_statuses, limit=1_000_000)
             _emit(
@@ -296,6 +310,23 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     finally:
         store.close()
+
+
+def export_facts(store: Store, args: argparse.Namespace) -> int:
+    """JSONL of the active facts, one per line, with names; says how many on stderr."""
+    facts = [f for f in store.export_facts(args.scope, args.user) if f.status is FactStatus.ACTIVE]
+    names = store.user_names(args.scope, {f.user_id for f in facts})
+    lines = [json.dumps(fact_record(f, names.get(f.user_id, "")), ensure_ascii=False) for f in facts]
+    text = "".join(line + "\n" for line in lines)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+    print(f"exported {len(lines)} fact(s)", file=sys.stderr)
+    return 0
 
 
 def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
@@ -370,7 +401,15 @@ def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]
             scope, user_id, text = _scope_field(item), _user_field(item.get("user_id")), _text_field(item)
             name = item.get("user_name")
             name = clean(str(name)) if isinstance(name, str | int) and not isinstance(name, bool) else ""
-            facts.append((number, NewFact(scope, user_id, name, text, [])))
+            if item.get("status", "active") != "active":
+                raise ValueError("only active facts can be imported (this line is history)")
+            sources, origins = read_sources(item.get("sources"))
+            sensitive = item.get("sensitive", False)
+            if not isinstance(sensitive, bool):
+                raise ValueError("'sensitive' must be true or false")
+            facts.append(
+                (number, NewFact(scope, user_id, name, text, sources, origins=origins, sensitive=sensitive))
+            )
         except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
     return facts, problems

@@ -256,3 +256,72 @@ async def test_changing_the_embedding_dimension_requires_reembed(
     )
     assert code == 0, err
     assert json.loads(out)["users"][0]["facts"][0]["text"] == "Seven likes tea"
+
+
+async def test_export_then_import_on_another_instance_keeps_facts_and_where_they_were_learned(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    from bot.memory.models import NewFact, Origin
+    from bot.memory.store import Store
+    from tests.fakes import unit
+
+    old = tmp_path / "old.sqlite3"
+    store = Store.open(old, embedding_model="gemini-embedding-001", dimensions=768)
+    said = {"m1": Origin("55", "44"), "m2": Origin("66")}
+    store.add_facts(
+        [
+            NewFact(
+                "guild:1",
+                "7",
+                "Seven",
+                "Seven lives in Oslo",
+                ["m1"],
+                origins=said,
+                embedding=unit(1.0, dims=768),
+            ),
+            NewFact(
+                "guild:1",
+                "7",
+                "Seven",
+                "Seven has asthma",
+                ["m2"],
+                origins=said,
+                sensitive=True,
+                embedding=unit(1.0, dims=768),
+            ),
+            NewFact("guild:1", "8", "Eight", "Eight plays go", [], embedding=unit(1.0, dims=768)),
+            NewFact("guild:2", "7", "Seven", "Seven lives elsewhere", [], embedding=unit(1.0, dims=768)),
+        ]
+    )
+    store.close()
+    env = clean_env(GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(old))
+    exported = tmp_path / "seven.jsonl"
+    code, _, err = await run_cli(
+        "facts",
+        "export",
+        "--scope",
+        "guild:1",
+        "--user",
+        "7",
+        "--output",
+        str(exported),
+        env=env,
+        cwd=tmp_path,
+    )
+    assert code == 0, err
+    assert "exported 2 fact(s)" in err
+    assert len(exported.read_text().splitlines()) == 2
+
+    new_env = {**env, "DATABASE_PATH": str(tmp_path / "new.sqlite3")}
+    code, out, err = await run_cli("facts", "import", str(exported), "--json", env=new_env, cwd=tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["imported"] == 2
+    moved = Store.open(tmp_path / "new.sqlite3", embedding_model="gemini-embedding-001", dimensions=768)
+    facts = {f.text: f for f in moved.list_facts("guild:1", "7")}
+    moved.close()
+    assert set(facts) == {"Seven lives in Oslo", "Seven has asthma"}
+    assert facts["Seven lives in Oslo"].audience_keys == {"44"}  # a public thread of channel 44
+    assert facts["Seven has asthma"].sensitive and facts["Seven has asthma"].audience_keys == {"66"}
+    # Importing the same file again adds nothing.
+    code, out, _ = await run_cli("facts", "import", str(exported), "--json", env=new_env, cwd=tmp_path)
+    assert json.loads(out)["imported"] == 0

@@ -22,9 +22,9 @@ from bot.cogs.memory_commands import (
     forgot_text,
     format_facts_page,
     may_view_facts,
-    page_count,
+    paginate,
 )
-from bot.memory.models import Fact, FactStatus, NewFact
+from bot.memory.models import Fact, FactStatus, NewFact, Origin, Source
 from bot.memory.service import MemoryService
 
 SCOPE = "guild:111"
@@ -32,8 +32,10 @@ OWNER = 5
 STRANGER = 6
 
 
-def fact(fact_id: int, text: str, recorded_at: str = "2024-05-01T10:00:00.000000Z") -> Fact:
-    return Fact(fact_id, SCOPE, str(OWNER), text, FactStatus.ACTIVE, None, None, recorded_at, recorded_at, 0)
+def fact(fact_id: int, text: str, recorded_at: str = "2024-05-01T10:00:00.000000Z", **extra: Any) -> Fact:
+    return Fact(
+        fact_id, SCOPE, str(OWNER), text, FactStatus.ACTIVE, None, None, recorded_at, recorded_at, 0, **extra
+    )
 
 
 class FakeResponse:
@@ -78,26 +80,34 @@ class FakeInteraction:
 
 
 @pytest.mark.parametrize(("total", "pages"), [(0, 1), (1, 1), (10, 1), (11, 2), (27, 3)])
-def test_page_count(total: int, pages: int) -> None:
-    assert page_count(total) == pages
+def test_short_facts_come_ten_to_a_page(total: int, pages: int) -> None:
+    assert len(paginate([fact(n, "Alice likes tea") for n in range(total)])) == pages
 
 
-def test_a_page_lists_ids_dates_and_a_footer() -> None:
-    text = format_facts_page("What I remember about you here", [fact(123, "Alice lives in Paris")], 0, 27)
+def test_a_page_lists_ids_dates_whole_texts_where_learned_and_a_footer() -> None:
+    said = Source("900", Origin("456"))
+    paris = fact(123, "Alice lives in Paris", sources=(said,))
+    text = format_facts_page("What I remember about you here", [paris], 0, 3, 27)
     assert text.splitlines() == [
         "**What I remember about you here**",
         "#123 · 2024-05-01 · Alice lives in Paris",
+        "   ↳ said in <#456> · [message 1](https://discord.com/channels/111/456/900)",
         "",
         "Page 1/3 · 27 facts",
     ]
-    assert format_facts_page("h", [fact(1, "x")], 0, 1).endswith("Page 1/1 · 1 fact")
+    unknown = format_facts_page("h", [fact(1, "x", sensitive=True)], 0, 1, 1)
+    assert "not recorded" in unknown and "sensitive: used only when I talk with you" in unknown
+    assert unknown.endswith("Page 1/1 · 1 fact")
 
 
-def test_a_page_of_long_facts_fits_in_one_message() -> None:
-    facts = [fact(10_000 + n, "word " * 400) for n in range(10)]
-    text = format_facts_page("What I remember about " + "N" * 32 + " here", facts, 99, 1000)
-    assert len(text) <= 2000
-    assert all(f"#{f.id} · " in text for f in facts)
+def test_long_facts_are_shown_whole_on_pages_that_fit_in_one_message() -> None:
+    facts = [fact(10_000 + n, f"fact {n} " + "word " * 98) for n in range(10)]
+    pages = paginate(facts)
+    assert len(pages) > 1 and [f for page in pages for f in page] == facts
+    for number, page in enumerate(pages):
+        text = format_facts_page("What I remember about " + "N" * 32 + " here", page, number, len(pages), 10)
+        assert len(text) <= 2000
+        assert all(" ".join(f.text.split()) in text for f in page)  # nothing cut
 
 
 def test_choice_names_fit_discords_limit() -> None:
@@ -218,24 +228,41 @@ async def test_the_pager_walks_pages_and_disables_the_ends(service: MemoryServic
     assert sent["ephemeral"] and sent["view"] is view
     assert sent["content"].endswith("Page 1/3 · 23 facts")
     assert sent["content"].count("\n#") == 10
-    assert [c.custom_id for c in view.children] == ["facts:prev", "facts:next"]  # type: ignore[attr-defined]
+    assert [c.custom_id for c in view.children] == [  # type: ignore[attr-defined]
+        "facts:first",
+        "facts:prev",
+        "facts:next",
+        "facts:last",
+        "facts:correct",
+    ]
     assert (view.previous_page.disabled, view.next_page.disabled) == (True, False)
 
-    for _ in range(2):
-        press = FakeInteraction()
-        await view.next_page.callback(press)  # type: ignore[arg-type]
+    press = FakeInteraction()
+    await view.next_page.callback(press)  # type: ignore[arg-type]
+    assert press.response.calls[0]["content"].endswith("Page 2/3 · 23 facts")
+    press = FakeInteraction()
+    await view.last_page.callback(press)  # type: ignore[arg-type]
     [edit] = press.response.calls
     assert edit["content"].endswith("Page 3/3 · 23 facts")
     assert edit["content"].count("\n#") == 3
-    assert (view.previous_page.disabled, view.next_page.disabled) == (False, True)
+    assert (view.previous_page.disabled, view.next_page.disabled, view.last_page.disabled) == (
+        False,
+        True,
+        True,
+    )
+    press = FakeInteraction()
+    await view.first_page.callback(press)  # type: ignore[arg-type]
+    assert press.response.calls[0]["content"].endswith("Page 1/3 · 23 facts")
 
     await view.on_timeout()
     assert origin.original_edits == [{"view": view}]
-    assert all(item.disabled for item in view.children)  # type: ignore[attr-defined]
+    assert all(item.disabled for item in view.children if isinstance(item, discord.ui.Button))
     view.stop()
 
 
-async def test_one_page_needs_no_buttons_and_no_facts_a_friendly_line(service: MemoryService) -> None:
+async def test_one_page_needs_no_page_buttons_only_the_correct_menu_and_no_facts_a_friendly_line(
+    service: MemoryService,
+) -> None:
     origin = FakeInteraction()
     await pager(service, origin).send()
     assert origin.response.calls == [
@@ -248,9 +275,12 @@ async def test_one_page_needs_no_buttons_and_no_facts_a_friendly_line(service: M
     ]
     await add_facts(service, 2)
     origin = FakeInteraction()
-    await pager(service, origin).send()
-    assert origin.response.calls[0]["view"] is None
+    view = pager(service, origin)
+    await view.send()
+    assert origin.response.calls[0]["view"] is view  # one's own facts can be corrected
+    assert [c.custom_id for c in view.children] == ["facts:correct"]  # type: ignore[attr-defined]
     assert origin.response.calls[0]["content"].endswith("Page 1/1 · 2 facts")
+    view.stop()
 
 
 async def test_buttons_answer_only_their_owner(service: MemoryService) -> None:

@@ -21,7 +21,7 @@ from bot.cogs.memory_commands import (
     NOTHING_FORGOTTEN_TIMEOUT,
     REFUSE_OTHERS_GUILD,
 )
-from bot.memory.models import Decision, NewFact, Operation
+from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.memory.store import Store
 from tests.discord_standin import Guild, InteractionRecord
 from tests.e2e import World, eventually, world
@@ -52,7 +52,11 @@ def count_facts(w: World, guild: Guild, user: dict[str, Any]) -> int:
 
 async def seed(w: World, guild: Guild, user: dict[str, Any], texts: list[str]) -> list[int]:
     """Import facts for a person in a guild; their ids in the order of `texts` (read back from the database)."""
-    facts = [NewFact(scope(guild), user["id"], user["username"], text, []) for text in texts]
+    said = Origin(str(guild.channels["general"]))  # told in the server's public channel
+    facts = [
+        NewFact(scope(guild), user["id"], user["username"], text, [f"seed{n}"], origins={f"seed{n}": said})
+        for n, text in enumerate(texts)
+    ]
     assert await w.bot.memory.import_facts(facts) == len(texts)
     rows = sql(
         w,
@@ -147,7 +151,12 @@ async def test_facts_pages_through_the_callers_own_facts_and_only_the_caller_can
         assert "bob" not in page1
         assert inter.original_message_id is not None
         mid = inter.original_message_id
-        assert buttons(message(w, mid)) == {"facts:prev": True, "facts:next": False}
+        assert buttons(message(w, mid)) == {
+            "facts:first": True,
+            "facts:prev": True,
+            "facts:next": False,
+            "facts:last": False,
+        }
 
         update = await click(w, w.alice, mid, "facts:next")
         assert update["type"] == 7
@@ -155,7 +164,12 @@ async def test_facts_pages_through_the_callers_own_facts_and_only_the_caller_can
         assert page2 != page1
         assert listed_ids(page2) == newest_first[10:20]
         assert "Page 2/3 · 23 facts" in page2
-        assert buttons(message(w, mid)) == {"facts:prev": False, "facts:next": False}
+        assert buttons(message(w, mid)) == {
+            "facts:first": False,
+            "facts:prev": False,
+            "facts:next": False,
+            "facts:last": False,
+        }
 
         # Someone else pressing the buttons is told off privately and the page stays as it was.
         other = await click(w, w.bob, mid, "facts:prev")
@@ -168,7 +182,12 @@ async def test_facts_pages_through_the_callers_own_facts_and_only_the_caller_can
         page3 = message(w, mid)["content"]
         assert listed_ids(page3) == newest_first[20:]
         assert "Page 3/3 · 23 facts" in page3
-        assert buttons(message(w, mid)) == {"facts:prev": False, "facts:next": True}
+        assert buttons(message(w, mid)) == {
+            "facts:first": False,
+            "facts:prev": False,
+            "facts:next": True,
+            "facts:last": True,
+        }
         with pytest.raises(ValueError, match="disabled"):
             await w.discord.click_button(w.alice, mid, "facts:next")
 
@@ -534,7 +553,12 @@ async def test_commands_and_buttons_answer_in_time_while_the_database_is_busy(tm
         await stalled
         assert listed_ids(first_page)[0] == ids[-1] and "Page 1/2" in first_page
         page = inter.original_message_id
-        assert page is not None and buttons(message(w, page)) == {"facts:prev": True, "facts:next": False}
+        assert page is not None and buttons(message(w, page)) == {
+            "facts:first": True,
+            "facts:prev": True,
+            "facts:next": False,
+            "facts:last": False,
+        }
 
         stalled = stall_store(w, 4.0)
         press = await w.discord.click_button(w.alice, page, "facts:next")

@@ -3,6 +3,7 @@ permission changes, DMs), through the real discord.py and google-genai against t
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,86 @@ async def test_the_model_is_told_the_date_and_how_memory_can_be_seen_and_erased(
         await w.bot.memory.update_guild(w.alpha.id, memory_enabled=False)
         off = await ask(w, w.general, w.alice, "hello again")
         assert "Memory is switched off" in off and "tools" not in w.brain.chat_requests[-1]
+
+
+async def facts_command(w: World, caller: dict[str, Any], **options: Any) -> tuple[Any, dict[str, Any]]:
+    inter = await w.discord.invoke_command(caller, "facts", channel_id=w.general, options=options)
+    body = await inter.wait_response()
+    return inter, body["data"]
+
+
+async def test_facts_show_where_each_fact_was_learned_and_others_only_what_the_caller_can_read(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        staff = await staff_only(w)
+        in_staff = await w.say(staff, w.bob, "I live in Oslo")
+        in_general = await w.say(w.general, w.bob, "I like " + "very " * 40 + "green tea")
+        await w.flush()
+        _, own = await facts_command(w, w.bob)
+        content = own["content"]
+        assert f"said in <#{staff}>" in content and f"said in <#{w.general}>" in content
+        assert f"https://discord.com/channels/{w.alpha.id}/{staff}/{in_staff['id']}" in content
+        assert f"https://discord.com/channels/{w.alpha.id}/{w.general}/{in_general['id']}" in content
+        assert "bob likes " + "very " * 40 + "green tea" in content  # the whole text, no silent cut
+        # alice manages the server but cannot read #staff-only: she sees the tea, not Oslo.
+        _, others = await facts_command(w, w.alice, user=w.bob)
+        assert "green tea" in others["content"] and "Oslo" not in others["content"]
+        # Once the message is deleted, its link goes with what was learned from it.
+        await w.discord.delete_message(staff, int(in_staff["id"]))
+        await w.seen(w.general)
+        _, again = await facts_command(w, w.bob)
+        assert "Oslo" not in again["content"]
+
+
+async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_old(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "I live in Oslow")
+        await w.flush()
+        [wrong] = await w.facts(scope, w.bob)
+        inter, _ = await facts_command(w, w.bob)
+        page = inter.original_message_id
+        assert page is not None
+        picked = await w.discord.select_option(w.bob, page, "facts:correct", [str(wrong.id)])
+        opened = await picked.wait_response()
+        assert opened["type"] == 9  # a modal, prefilled with the text
+        assert "bob lives in Oslow" in str(opened["data"])
+        submitted = await w.discord.submit_modal(w.bob, picked, {"correct:text": "bob lives in Oslo"})
+        done = await submitted.wait_response()
+        text = (
+            done["data"]["content"]
+            if done["type"] == 4
+            else (await submitted.wait_for(lambda r: r["kind"] == "edit_original", timeout=5))["body"][
+                "content"
+            ]
+        )
+        assert text == f"Corrected #{wrong.id}: bob lives in Oslo"
+        [fixed] = await w.facts(scope, w.bob)
+        assert (fixed.id, fixed.text, fixed.sources) == (wrong.id, "bob lives in Oslo", wrong.sources)
+        conn = w.bot.memory.store.sync.conn
+        for table in ("facts", "fact_events", "facts_fts"):
+            assert "Oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()), table
+        reply = await ask(w, w.general, w.bob, "where do I live? Oslo")
+        assert "bob lives in Oslo<" in reply
+
+
+async def test_memory_export_hands_a_person_their_facts_and_no_one_elses(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.bob, "I live in Oslo")
+        await w.say(w.general, w.alice, "I live in Lisbon")
+        await w.flush()
+        await w.say(w.general, w.bob, "I live in Bergen")  # replaces Oslo: history is exported too
+        await w.flush()
+        inter = await w.discord.invoke_command(w.bob, "memory", channel_id=w.general, subcommand="export")
+        await inter.wait_for(lambda r: r["kind"] in ("followup", "edit_original"), timeout=5)
+        [upload] = [r for r in w.discord.requests if r.files and "/webhooks/" in r.path]
+        assert (upload.json or {}).get("flags", 0) & 64  # ephemeral
+        [file] = upload.files
+        document = json.loads(file["data"])
+        assert document["user_id"] == w.bob["id"] and document["scope"] == f"guild:{w.alpha.id}"
+        by_text = {f["text"]: f for f in document["facts"]}
+        assert set(by_text) == {"bob lives in Oslo", "bob lives in Bergen"}
+        assert by_text["bob lives in Oslo"]["status"] == "invalidated"
+        assert by_text["bob lives in Bergen"]["sources"][0]["channel_id"] == str(w.general)
+        assert "Lisbon" not in file["data"].decode()

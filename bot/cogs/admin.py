@@ -23,6 +23,7 @@ from bot.cogs.memory_commands import (
     fact_choices,
     forget_all_question,
     forgot_text,
+    readable_by,
 )
 from bot.memory.models import guild_scope
 
@@ -115,6 +116,7 @@ class Admin(commands.Cog, name="admin"):
             subject_id=user.id,
             heading=f"What I remember about {name} in this server",
             empty=f"I don't remember anything about {name} in this server.",
+            visible=None if user.id == interaction.user.id else readable_by(self.bot, interaction),
         ).send()
 
     @admin_group.command(name="forget", description="Forget one fact about a member, or everything")

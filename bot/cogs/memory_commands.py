@@ -6,6 +6,8 @@ reused by the admin cog. Custom ids are stable ("facts:prev", "forget:confirm", 
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,17 +20,20 @@ from bot.adminlog import plural
 from bot.client import RESTARTING, MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
-from bot.memory.models import Fact, guild_scope
+from bot.memory.extract import MAX_FACT_CHARS
+from bot.memory.models import Fact, Source, guild_id_of, guild_scope, is_discord_id, iso, utcnow
+from bot.memory.portable import fact_record
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 10
-FACT_TEXT_CHARS = 150
+PAGE_CHARS = 1_800  # a page's facts, leaving room in Discord's 2,000 characters for heading and footer
 CHOICE_NAME_CHARS = 100
 PAGER_TIMEOUT_SECONDS = 300.0
 CONFIRM_TIMEOUT_SECONDS = 60.0
 OPTOUT_TIMEOUT_SECONDS = 120.0
+MAX_LISTED = 1_000  # facts read for one listing; a person has far fewer
 
 NOT_YOURS = "These buttons are not yours."
 REFUSE_OTHERS_GUILD = "You can only see your own facts here; seeing someone else's needs Manage Server."
@@ -46,23 +51,59 @@ def shorten(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def page_count(total: int, per_page: int = PAGE_SIZE) -> int:
-    """Pages needed for `total` facts; at least one so an empty list still has 'Page 1/1'."""
-    return max(1, -(-total // per_page))
+def jump_link(scope: str, source: Source) -> str | None:
+    """A link to the message a fact was learned from (it leaves the fact's sources when deleted)."""
+    if source.origin is None or not is_discord_id(source.message_id):
+        return None
+    guild = guild_id_of(scope)
+    return f"https://discord.com/channels/{guild or '@me'}/{source.origin.channel_id}/{source.message_id}"
 
 
-def fact_line(fact: Fact) -> str:
-    """'#123 · 2024-05-01 · Alice lives in Paris': the id people pass to /forget, the date, the text."""
-    return f"#{fact.id} · {fact.recorded_at[:10]} · {shorten(fact.text, FACT_TEXT_CHARS)}"
+def where_learned(fact: Fact) -> str:
+    """'said in <#12> · [message](link)', 'said in our DMs', or that it is not known."""
+    said = [s for s in fact.sources if not s.confirms and s.origin is not None]
+    if not said or fact.audience_keys is None:
+        where = "where: not recorded (used only in DMs with you)"
+    elif guild_id_of(fact.scope) is None:
+        where = "said in our DMs"
+    else:
+        channels = dict.fromkeys(f"<#{s.origin.channel_id}>" for s in said if s.origin is not None)
+        where = "said in " + ", ".join(channels)
+    links = [link for s in said if (link := jump_link(fact.scope, s))]
+    if links:
+        where += " · " + " ".join(f"[message {n}]({link})" for n, link in enumerate(links[:3], 1))
+    if fact.sensitive:
+        where += " · sensitive: used only when I talk with you"
+    return where
 
 
-def format_facts_page(heading: str, facts: list[Fact], page: int, total: int) -> str:
-    """One page of facts (page is 0-based) with a 'Page 1/3 · 27 facts' footer; always under 2,000 chars."""
+def fact_entry(fact: Fact) -> str:
+    """'#123 · 2024-05-01 · Alice lives in Paris' (the id people pass to /forget, the date, the whole
+    text) and, below it, where it was learned."""
+    return f"#{fact.id} · {fact.recorded_at[:10]} · {' '.join(fact.text.split())}\n   ↳ {where_learned(fact)}"
+
+
+def paginate(facts: list[Fact], *, per_page: int = PAGE_SIZE, chars: int = PAGE_CHARS) -> list[list[Fact]]:
+    """Facts in pages of at most `per_page` that fit in one message, whole texts and all."""
+    pages: list[list[Fact]] = [[]]
+    size = 0
+    for fact in facts:
+        entry = len(fact_entry(fact)) + 1
+        if pages[-1] and (len(pages[-1]) >= per_page or size + entry > chars):
+            pages.append([])
+            size = 0
+        pages[-1].append(fact)
+        size += entry
+    return pages
+
+
+def format_facts_page(heading: str, facts: list[Fact], page: int, pages: int, total: int) -> str:
+    """One page of facts (page is 0-based) with a 'Page 1/3 · 27 facts' footer."""
     lines = [
         f"**{heading}**",
-        *(fact_line(f) for f in facts),
+        *(fact_entry(f) for f in facts),
         "",
-        f"Page {page + 1}/{page_count(total)} · {plural(total, 'fact')}",
+        f"Page {page + 1}/{pages} · {plural(total, 'fact')}",
     ]
     return "\n".join(lines)
 
@@ -79,6 +120,19 @@ def may_view_facts(
     if caller_id == subject_id:
         return True
     return in_guild and (manage_guild or members_see_others)
+
+
+def readable_by(bot: MemoryBot, interaction: discord.Interaction) -> Callable[[Fact], bool]:
+    """Which of someone else's facts the caller may see: not sensitive ones, and only those said where
+    the caller can read."""
+    guild, member = interaction.guild, interaction.user
+    if guild is None or not isinstance(member, discord.Member):
+        return lambda fact: False
+    return lambda fact: not fact.sensitive and bot.audience.member_can_read(guild, member, fact)
+
+
+def speaker(user: discord.abc.User) -> str:
+    return getattr(user, "display_name", None) or user.name
 
 
 def display_name(user: discord.abc.User) -> str:
@@ -124,7 +178,12 @@ class OwnedView(discord.ui.View):
 
 
 class FactsPager(OwnedView):
-    """Previous/Next through a person's facts; each press re-reads, so forgotten facts disappear."""
+    """First/Previous/Next/Last through a person's facts, with where each was learned; each press
+    re-reads, so forgotten facts disappear. Your own facts get a Correct menu.
+
+    `visible` keeps only the facts the caller may see (someone else's facts only where the caller could
+    read what was said); None shows them all.
+    """
 
     def __init__(
         self,
@@ -135,6 +194,7 @@ class FactsPager(OwnedView):
         subject_id: int,
         heading: str,
         empty: str,
+        visible: Callable[[Fact], bool] | None = None,
         timeout: float | None = None,
     ) -> None:
         # Read at call time (not as a default value) so operators and tests can change the module constant.
@@ -144,22 +204,38 @@ class FactsPager(OwnedView):
         self.subject_id = subject_id
         self.heading = heading
         self.empty = empty
+        self.visible = visible
+        self.correctable = subject_id == origin.user.id
         self.page = 0
         self.pages = 1
+        self.shown: list[Fact] = []
 
     async def render(self) -> str:
-        """The current page's text; clamps the page and sets which buttons are usable."""
-        total = await self.memory.count_facts(self.scope, self.subject_id)
-        self.pages = page_count(total)
+        """The current page's text; clamps the page and sets which controls are usable."""
+        facts = await self.memory.list_facts(self.scope, self.subject_id, limit=MAX_LISTED)
+        if self.visible is not None:
+            facts = [f for f in facts if self.visible(f)]
+        pages = paginate(facts)
+        self.pages = len(pages)
         self.page = max(0, min(self.page, self.pages - 1))
-        self.previous_page.disabled = self.page == 0
-        self.next_page.disabled = self.page >= self.pages - 1
-        if not total:
+        self.shown = pages[self.page]
+        for button, disabled in (
+            (self.first_page, self.page == 0),
+            (self.previous_page, self.page == 0),
+            (self.next_page, self.page >= self.pages - 1),
+            (self.last_page, self.page >= self.pages - 1),
+        ):
+            button.disabled = disabled
+        self._offer_corrections()
+        if not facts:
             return self.empty
-        facts = await self.memory.list_facts(
-            self.scope, self.subject_id, limit=PAGE_SIZE, offset=self.page * PAGE_SIZE
-        )
-        return format_facts_page(self.heading, facts, self.page, total)
+        return format_facts_page(self.heading, self.shown, self.page, self.pages, len(facts))
+
+    def _offer_corrections(self) -> None:
+        for item in [c for c in self.children if isinstance(c, CorrectMenu)]:
+            self.remove_item(item)
+        if self.correctable and self.shown:
+            self.add_item(CorrectMenu(self, self.shown))
 
     async def send(self) -> None:
         """Answer the command with the first page; buttons only when there is more than one page."""
@@ -167,26 +243,92 @@ class FactsPager(OwnedView):
 
     async def _first_page(self) -> Reply:
         content = await self.render()
-        if self.pages > 1:
+        if self.pages > 1 or (self.correctable and self.shown):
+            if self.pages == 1:  # nothing to page through: only the Correct menu
+                for button in (self.first_page, self.previous_page, self.next_page, self.last_page):
+                    self.remove_item(button)
             return Reply(content, self)
         self.stop()
         return Reply(content)
 
-    async def _turn(self, interaction: discord.Interaction, step: int) -> None:
-        self.page += step
+    async def _turn(self, interaction: discord.Interaction, page: int) -> None:
+        """Show `page` (0-based); `render` clamps it, so a page past the end is the last one."""
+        self.page = page
 
         async def page() -> Reply:
             return Reply(await self.render(), self)
 
         await answer(interaction, page(), update=True)
 
+    @discord.ui.button(label="First", style=discord.ButtonStyle.secondary, custom_id="facts:first")
+    async def first_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
+        await self._turn(interaction, 0)
+
     @discord.ui.button(label="Previous", style=discord.ButtonStyle.secondary, custom_id="facts:prev")
     async def previous_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
-        await self._turn(interaction, -1)
+        await self._turn(interaction, self.page - 1)
 
     @discord.ui.button(label="Next", style=discord.ButtonStyle.secondary, custom_id="facts:next")
     async def next_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
-        await self._turn(interaction, 1)
+        await self._turn(interaction, self.page + 1)
+
+    @discord.ui.button(label="Last", style=discord.ButtonStyle.secondary, custom_id="facts:last")
+    async def last_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
+        await self._turn(interaction, MAX_LISTED)
+
+
+class CorrectMenu(discord.ui.Select[FactsPager]):
+    """Pick one of your facts on this page to fix its text."""
+
+    def __init__(self, pager: FactsPager, facts: list[Fact]) -> None:
+        super().__init__(
+            custom_id="facts:correct",
+            placeholder="Correct a fact…",
+            options=[discord.SelectOption(label=choice_name(f), value=str(f.id)) for f in facts],
+        )
+        self.pager = pager
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        fact = next((f for f in self.pager.shown if str(f.id) == self.values[0]), None)
+        if fact is None:
+            await interaction.response.send_message("That fact is no longer on this page.", ephemeral=True)
+            return
+        await interaction.response.send_modal(CorrectFact(self.pager.memory, fact))
+
+
+class CorrectFact(discord.ui.Modal, title="Correct a fact"):
+    """The fact's text, to edit; on submit it is replaced, re-embedded, and the old text is gone."""
+
+    def __init__(self, memory: MemoryService, fact: Fact) -> None:
+        super().__init__(custom_id="correct:modal")
+        self.memory = memory
+        self.fact = fact
+        self.text: discord.ui.TextInput[CorrectFact] = discord.ui.TextInput(
+            label=f"Fact #{fact.id}",
+            custom_id="correct:text",
+            style=discord.TextStyle.paragraph,
+            default=fact.text,
+            max_length=MAX_FACT_CHARS,
+        )
+        self.add_item(self.text)
+
+    async def on_submit(self, interaction: discord.Interaction, /) -> None:
+        async def correct() -> Reply:
+            name = getattr(interaction.user, "display_name", None) or interaction.user.name
+            try:
+                fixed = await self.memory.correct_fact(
+                    self.fact.scope, str(interaction.user.id), name, self.fact.id, self.text.value
+                )
+            except ValueError:
+                return Reply("A fact can't be empty; nothing was changed.")
+            if fixed is None:
+                return Reply(f"Fact #{self.fact.id} is no longer one of yours here; nothing was changed.")
+            return Reply(f"Corrected #{fixed.id}: {fixed.text}")
+
+        await answer(interaction, correct())
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:
+        await report_error(interaction, error)
 
 
 class ConfirmView(OwnedView):
@@ -328,6 +470,7 @@ class MemoryCommands(commands.Cog, name="memory"):
             subject_id=subject.id,
             heading=f"What I remember about {name} here",
             empty=f"I don't remember anything about {name} here yet.",
+            visible=None if own else readable_by(self.bot, interaction),
         ).send()
 
     @forget_group.command(name="fact", description="Forget one thing I remember about you")
@@ -413,6 +556,28 @@ class MemoryCommands(commands.Cog, name="memory"):
             return Reply(content)
 
         await answer(interaction, opt_in())
+
+    @memory_group.command(name="export", description="Get a file of everything I hold about you here")
+    async def export(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(interaction.guild_id)
+        user_id = str(interaction.user.id)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        facts = await self.bot.memory.export_facts(scope, user_id)
+        document = {
+            "about": "Everything this bot holds about you in this place: each fact, whether it is still "
+            "current, when it was learned and from which of your messages, in which channel.",
+            "scope": scope,
+            "user_id": user_id,
+            "exported_at": iso(utcnow()),
+            "facts": [fact_record(f, speaker(interaction.user)) for f in facts],
+        }
+        data = json.dumps(document, ensure_ascii=False, indent=1).encode()
+        await interaction.followup.send(
+            f"Here is everything I hold about you here ({plural(len(facts), 'fact')}, current and earlier "
+            "versions).",
+            file=discord.File(io.BytesIO(data), filename=f"memory-{scope.replace(':', '-')}-{user_id}.json"),
+            ephemeral=True,
+        )
 
     @memory_group.command(
         name="status", description="What I remember about you here, and whether I'm remembering"
