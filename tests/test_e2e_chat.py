@@ -458,3 +458,21 @@ async def test_a_thread_the_bot_never_cached_is_still_known_as_part_of_an_ignore
         await w.seen(w.general)
         assert not await w.captured(message["id"])
         assert any(r.method == "GET" and r.path.endswith(f"/channels/{late}") for r in w.discord.requests)
+
+
+async def test_a_name_with_a_lone_surrogate_is_cleaned_and_never_jams_capture(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        odd = w.discord.add_user("Sur\ud800rogate")
+        first = await w.say(w.general, odd, "I live in Oslo")
+        await w.say(w.general, w.bob, "I work as a carpenter")  # captured after it: the writer still runs
+        row = w.bot.memory.store.sync.conn.execute(
+            "SELECT author_name FROM pending_messages WHERE message_id = ?", (first["id"],)
+        ).fetchone()
+        assert row[0] == "Surrogate"
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, odd)] == ["Surrogate lives in Oslo"]
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob works as a carpenter"]
+        await w.discord.send_message(w.general, odd, "what do you know about me?", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == "Nice to hear from you!"

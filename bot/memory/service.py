@@ -31,7 +31,7 @@ from bot.memory.models import (
 )
 from bot.memory.recall import Participant, Recaller, RecallResult
 from bot.memory.store import AsyncStore, Store
-from bot.memory.text import clean, starts_with_marker, worth_reading
+from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -192,9 +192,9 @@ class MemoryService:
         if self.no_memory(message.content) or not worth_reading(message.content):
             return False
         parent = message.parent_channel_id if parent_channel_id is None else str(parent_channel_id)
-        content = clean(message.content)
-        if content != message.content or parent != message.parent_channel_id:  # the hot path copies nothing
-            message = replace(message, content=content, parent_channel_id=parent)
+        content, name = clean(message.content), clean(message.author_name, MAX_NAME_CHARS)
+        if (content, name, parent) != (message.content, message.author_name, message.parent_channel_id):
+            message = replace(message, content=content, author_name=name, parent_channel_id=parent)
         self.capture_buffer.submit(message)
         return True
 

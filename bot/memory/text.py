@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 MAX_MESSAGE_CHARS = 4000
+MAX_NAME_CHARS = 100  # Discord's names are at most 32 characters; this only bounds odd input
 _BACKGROUND_BLOCK = re.compile(r"<background_facts\b.*?(?:</background_facts\s*>|\Z)", re.S | re.I)
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 # Characters XML 1.0 cannot carry at all (C0 controls but tab/newline/CR, surrogates, U+FFFE/FFFF).
