@@ -14,7 +14,10 @@ import pytest
 
 from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
+from bot.llm.gemini import GeminiBadAnswer
+from bot.llm.prompts import EXTRACT_TASK
 from bot.memory.models import NewFact
+from bot.memory.service import MAX_BAD_ANSWERS
 from tests.discord_standin.model import thread_payload
 from tests.e2e import World, eventually, world
 from tests.fake_brain import system_text
@@ -476,3 +479,39 @@ async def test_a_name_with_a_lone_surrogate_is_cleaned_and_never_jams_capture(tm
         await w.discord.send_message(w.general, odd, "what do you know about me?", mention_bot=True)
         reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
         assert reply["content"] == "Nice to hear from you!"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "{}",
+        '{"foo": 1}',
+        '{"error": {"code": 500, "message": "internal"}}',
+        '{"result": {"facts": [{"user_id": "1", "text": "alice lives in Lisbon"}]}}',
+        '{"facts": [{"user": "alice", "fact": "lives in Lisbon"}, {"text": null}]}',
+    ],
+)
+async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durable(
+    tmp_path: Path, answer: str
+) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.gemini.generate_handler = lambda body: (
+            answer if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        said = await w.say(w.general, w.alice, "I live in Lisbon")
+        for _ in range(MAX_BAD_ANSWERS - 1):  # retried, and the message kept, each time
+            with pytest.raises(GeminiBadAnswer):
+                await w.bot.memory.flush_channel(str(w.general))
+            assert await w.captured(said["id"])
+        assert len(w.gemini.of_kind("generate")) == 2 * (MAX_BAD_ANSWERS - 1)  # gemini_max_retries=1
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Gemini extract failed" in m["content"], timeout=10
+        )
+        assert await w.bot.memory.flush_channel(str(w.general)) == 0  # the last attempt: skipped
+        assert not await w.captured(said["id"])
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Gave up on 1 message" in m["content"], timeout=10
+        )
+        assert await w.facts(f"guild:{w.alpha.id}", w.alice) == []
