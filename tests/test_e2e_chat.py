@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -20,7 +21,7 @@ from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS
 from tests.discord_standin.model import thread_payload
 from tests.e2e import World, eventually, world
-from tests.fake_brain import system_text
+from tests.fake_brain import last_user_text, system_text
 
 pytestmark = pytest.mark.e2e
 
@@ -515,3 +516,32 @@ async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durab
             log_channel, predicate=lambda m: "Gave up on 1 message" in m["content"], timeout=10
         )
         assert await w.facts(f"guild:{w.alpha.id}", w.alice) == []
+
+
+async def test_bidirectional_isolates_reach_neither_the_extraction_prompt_nor_stored_facts(
+    tmp_path: Path,
+) -> None:
+    isolates = "\u2066\u2067\u2068\u2069"
+
+    def extract_with_isolates(body: dict[str, Any]) -> str:
+        if not system_text(body).startswith(EXTRACT_TASK):
+            return w.brain(body)
+        author = json.loads(last_user_text(body))["human_speakers"][0]["user_id"]
+        return json.dumps({"facts": [{"user_id": author, "text": "alice lives in \u2067Lisbon\u2069"}]})
+
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = extract_with_isolates
+        await w.say(w.general, w.alice, "I live in \u2066Lisbon\u2069 \u2068near the river\u2069")
+        await w.flush()
+        [request] = w.gemini.of_kind("generate")
+        assert "Lisbon" in last_user_text(request.json)
+        assert not set(isolates) & set(last_user_text(request.json))
+        assert [f.text for f in await w.facts(f"guild:{w.alpha.id}", w.alice)] == ["alice lives in Lisbon"]
+
+
+async def test_a_reply_of_only_blanks_and_zero_width_characters_counts_as_empty(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = " \u200b\u2060\n\u200d\ufeff\u2066 "
+        await w.discord.send_message(w.general, w.bob, "say nothing", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == FAILED_REPLY

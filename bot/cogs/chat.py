@@ -16,7 +16,7 @@ from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
-from bot.memory.text import strip_background_blocks, strip_mentions, worth_reading
+from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -290,10 +290,10 @@ class Chat(commands.Cog):
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
                         text += delta
-                        if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
+                        if not looks_blank(text) and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
                             await self.show(message, sent, text, remember=remember)
                             last_sync = time.monotonic()
-            if not text.strip():
+            if looks_blank(text):  # whitespace and zero-width characters would post a blank-looking message
                 raise GeminiError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
