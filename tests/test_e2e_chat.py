@@ -545,3 +545,22 @@ async def test_a_reply_of_only_blanks_and_zero_width_characters_counts_as_empty(
         await w.discord.send_message(w.general, w.bob, "say nothing", mention_bot=True)
         reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
         assert reply["content"] == FAILED_REPLY
+
+
+async def test_a_huge_message_is_cut_and_the_whole_chat_prompt_stays_bounded(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        limits = w.bot.settings
+        for i in range(10):
+            await w.say(w.general, w.carol, f"chapter {i}: " + "more words here " * 240)
+        await w.say(w.general, w.bob, "I wrote a novel: " + "very long words " * 6_400)  # 102,417 characters
+        await w.discord.send_message(w.general, w.alice, "what do you all think?", mention_bot=True)
+        await w.discord.wait_for_bot_message(w.general, timeout=10)
+        [request] = w.chat_requests()
+        parts = [p["text"] for turn in request["contents"] for p in turn["parts"]]
+        assert sum(map(len, parts)) + len(system_text(request)) <= limits.chat_prompt_max_chars
+        lines = [line for p in parts for line in p.split("\n")]
+        assert all(len(line) <= limits.chat_turn_max_chars + len("carol: ") for line in lines)
+        assert lines[-2].startswith("bob: I wrote a novel") and lines[-1].endswith("what do you all think?")
+        assert "chapter 9:" in lines[-3] and not any(
+            "chapter 0:" in line for line in lines
+        )  # oldest left out

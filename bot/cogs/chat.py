@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Literal
 
 import discord
 from discord.ext import commands
@@ -16,7 +17,7 @@ from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
-from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
+from bot.memory.text import clean, looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -194,17 +195,32 @@ class Chat(commands.Cog):
         # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
         return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
-    def turns(self, messages: list[discord.Message]) -> list[ChatTurn]:
-        """Gemini turns: people by name as user turns, the bot's own messages as model turns."""
+    def turns(self, messages: list[discord.Message], room: int) -> list[ChatTurn]:
+        """Gemini turns: people by name as user turns, the bot's own messages as model turns.
+
+        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns would pass
+        `room` characters (the newest message is always sent), so one huge message cannot make a huge and
+        costly prompt.
+        """
         me = self.bot.user
-        turns: list[ChatTurn] = []
+        limit = self.bot.settings.chat_turn_max_chars
+        room = max(room, limit)
+        said: list[tuple[Literal["user", "model"], str]] = []
         for m in messages:
-            own = me is not None and m.author.id == me.id
-            text = strip_background_blocks(m.clean_content).strip()
+            text = clean(strip_background_blocks(m.clean_content), limit)
             if not text:
                 continue
-            role = "model" if own else "user"
-            text = text if own else f"{speaker_name(m.author)}: {text}"
+            own = me is not None and m.author.id == me.id
+            said.append(("model", text) if own else ("user", f"{speaker_name(m.author)}: {text}"))
+        kept: list[tuple[Literal["user", "model"], str]] = []
+        size = 0
+        for role, text in reversed(said):  # newest first: the question itself is always kept
+            if kept and size + len(text) + 1 > room:
+                break
+            kept.append((role, text[:room]))
+            size += len(text) + 1
+        turns: list[ChatTurn] = []
+        for role, text in reversed(kept):
             if turns and turns[-1].role == role:
                 turns[-1] = ChatTurn(role, f"{turns[-1].text}\n{text}")
             else:
@@ -284,8 +300,8 @@ class Chat(commands.Cog):
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                turns = self.turns(messages)
                 system = await self.system_instruction(message, messages)
+                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system))
                 stream = self.bot.gemini.chat_stream(system=system, turns=turns)
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
