@@ -6,7 +6,9 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import logging
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
 from bot.llm.gemini import GeminiBadAnswer
 from bot.llm.prompts import EXTRACT_TASK
+from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS
 from tests.discord_standin.model import thread_payload
@@ -564,3 +567,69 @@ async def test_a_huge_message_is_cut_and_the_whole_chat_prompt_stays_bounded(tmp
         assert "chapter 9:" in lines[-3] and not any(
             "chapter 0:" in line for line in lines
         )  # oldest left out
+
+
+def a_thousand_facts_each(body: dict[str, Any]) -> str:
+    """An extraction answer of 3,000 distinct facts: a thousand for each of the chunk's speakers."""
+    speakers = json.loads(last_user_text(body))["human_speakers"]
+    return json.dumps(
+        {
+            "facts": [
+                {"user_id": s["user_id"], "text": f"{s['name']} knows word{i} and word{i * 7919 % 104729}"}
+                for s in speakers
+                for i in range(1000)
+            ]
+        }
+    )
+
+
+async def test_a_huge_extraction_answer_is_capped_and_never_blocks_the_event_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = lambda body: (
+            a_thousand_facts_each(body) if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        for person in (w.alice, w.bob, w.carol):
+            await w.say(w.general, person, "I know many words")
+        loop = asyncio.get_running_loop()
+        lags: list[float] = []
+
+        async def heartbeat() -> None:
+            while True:
+                before = loop.time()
+                await asyncio.sleep(0.01)
+                lags.append(loop.time() - before - 0.01)
+
+        beat = asyncio.create_task(heartbeat())
+        with caplog.at_level(logging.WARNING, logger="bot.memory.extract"):
+            await w.flush()
+        beat.cancel()
+        scope = f"guild:{w.alpha.id}"
+        counts = [len(await w.facts(scope, person)) for person in (w.alice, w.bob, w.carol)]
+        assert counts == [
+            MAX_FACTS_PER_SPEAKER,
+            MAX_FACTS_PER_SPEAKER,
+            MAX_FACTS_PER_CHUNK - 2 * MAX_FACTS_PER_SPEAKER,
+        ]
+        assert f"dropped {3000 - MAX_FACTS_PER_CHUNK} of 3000" in caplog.text
+        assert max(lags) < 1.0, f"the event loop was blocked for {max(lags):.2f}s"
+
+
+async def test_shutdown_stays_within_ten_seconds_while_a_huge_answer_is_being_learned(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = lambda body: (
+            a_thousand_facts_each(body) if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        for person in (w.alice, w.bob, w.carol):
+            await w.say(w.general, person, "I know many words")
+        flushing = asyncio.create_task(w.flush())
+        await eventually(lambda: _true(bool(w.gemini.of_kind("generate"))), what="the extraction request")
+        started = time.monotonic()
+        await w.bot.close()
+        assert time.monotonic() - started < 10
+        await asyncio.gather(flushing, return_exceptions=True)
+
+
+async def _true(value: bool) -> bool:
+    return value

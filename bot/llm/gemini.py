@@ -250,14 +250,8 @@ class GeminiClient:
             )
             self.usage.record(purpose, response.usage_metadata)
             self._raise_if_refused(purpose, response, final=True)
-            text = _strip_fences(_text_of(response))
-            try:
-                return schema.model_validate_json(text)
-            except pydantic.ValidationError as exc:
-                wrapped = _bare_list_as(schema, text)
-                if wrapped is not None:
-                    return wrapped
-                raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
+            # A long answer takes a while to read: a worker thread keeps the event loop (and heartbeats) free.
+            return await asyncio.to_thread(_read_answer, schema, _text_of(response))
 
         return await self._with_retries(purpose, attempt)
 
@@ -555,6 +549,18 @@ def _text_of(response: types.GenerateContentResponse) -> str:
     if content is None or not content.parts:
         return ""
     return "".join(p.text for p in content.parts if p.text and not p.thought)
+
+
+def _read_answer(schema: type[T], answer: str) -> T:
+    """The answer's JSON validated against `schema`, leniently (see `_strip_fences`, `_bare_list_as`)."""
+    text = _strip_fences(answer)
+    try:
+        return schema.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        wrapped = _bare_list_as(schema, text)
+        if wrapped is not None:
+            return wrapped
+        raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
 
 
 def _describe_invalid(schema: type[pydantic.BaseModel], text: str, exc: pydantic.ValidationError) -> str:
