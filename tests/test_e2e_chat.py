@@ -633,3 +633,22 @@ async def test_shutdown_stays_within_ten_seconds_while_a_huge_answer_is_being_le
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_rapid_mentions_from_one_person_cost_a_few_calls_and_one_short_notice(tmp_path: Path) -> None:
+    async with world(tmp_path, chat_cooldown_replies=2, chat_cooldown_seconds=60) as w:
+        for i in range(15):
+            await w.discord.send_message(w.general, w.bob, f"question {i}?", mention_bot=True)
+
+        async def settled() -> bool:
+            return len(w.discord.bot_messages(w.general)) >= 3
+
+        await eventually(settled, what="two answers and a notice")
+        await w.seen(w.general)
+        await asyncio.sleep(0.3)
+        contents = [m["content"] for m in w.discord.bot_messages(w.general)]
+        notices = [c for c in contents if c != "Nice to hear from you!"]
+        assert len(contents) == 3 and len(notices) == 1 and "slow down" in notices[0]
+        assert len(w.chat_requests()) == 2
+        await w.discord.send_message(w.general, w.carol, "and me?", mention_bot=True)  # someone else
+        await eventually(lambda: _true(len(w.chat_requests()) == 3), what="carol's answer")

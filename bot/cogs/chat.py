@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from typing import Literal
 
@@ -29,6 +30,7 @@ REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and try again in {seconds} s."
 
 
 def scope_of(message: discord.Message) -> str:
@@ -43,6 +45,14 @@ class Chat(commands.Cog):
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
         self._parents: dict[int, int | None] = {}  # threads the bot had not cached: their parent channel
+        settings = bot.settings
+        # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
+        self._replies: commands.CooldownMapping[discord.Message] | None = None
+        self._notices: commands.CooldownMapping[discord.Message] | None = None
+        if settings.chat_cooldown_replies and settings.chat_cooldown_seconds:
+            per, user = settings.chat_cooldown_seconds, commands.BucketType.user
+            self._replies = commands.CooldownMapping.from_cooldown(settings.chat_cooldown_replies, per, user)
+            self._notices = commands.CooldownMapping.from_cooldown(1, per, user)
 
     # ---- capture -----------------------------------------------------------------------------------------
 
@@ -114,8 +124,24 @@ class Chat(commands.Cog):
             return
         await self.learn_parent(message)
         captured = self.capture(message)
-        if await self.should_reply(message):
+        if await self.should_reply(message) and await self.within_cooldown(message):
             await self.reply(message, remember=captured)
+
+    async def within_cooldown(self, message: discord.Message) -> bool:
+        """Whether this person may get another reply now; if not, a short notice (at most one per window)."""
+        if self._replies is None or self._notices is None:
+            return True
+        bucket = self._replies.get_bucket(message)
+        retry_after = bucket.update_rate_limit() if bucket is not None else None
+        if not retry_after:
+            return True
+        notice = self._notices.get_bucket(message)
+        if notice is not None and not notice.update_rate_limit():
+            with contextlib.suppress(discord.HTTPException):
+                await message.reply(
+                    COOLDOWN_REPLY.format(seconds=math.ceil(retry_after)), mention_author=False
+                )
+        return False
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
