@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.discord_standin import DiscordStandIn
 from tests.gemini_standin import GeminiStandIn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,3 +257,33 @@ async def test_changing_the_embedding_dimension_requires_reembed(
     )
     assert code == 0, err
     assert json.loads(out)["users"][0]["facts"][0]["text"] == "Seven likes tea"
+
+
+async def test_check_online_says_which_secret_is_wrong_in_one_line_each(tmp_path: Path) -> None:
+    async with (
+        GeminiStandIn(api_key="right-gemini-key") as gemini,
+        DiscordStandIn(token="right-discord-token") as discord_standin,
+    ):
+
+        async def check(discord_token: str, gemini_key: str) -> tuple[int, str, str]:
+            env = clean_env(
+                DISCORD_TOKEN=discord_token,
+                GEMINI_API_KEY=gemini_key,
+                GEMINI_BASE_URL=gemini.base_url,
+                DISCORD_API_BASE_URL=discord_standin.api_base,
+                DATABASE_PATH=str(tmp_path / "memory.sqlite3"),
+            )
+            return await run_cli("check", "--online", env=env, cwd=tmp_path)
+
+        code, out, err = await check("right-discord-token", "right-gemini-key")
+        assert code == 0, err
+        assert "Discord: OK" in out and "Gemini: OK" in out
+        code, out, err = await check("wrong-discord-token", "wrong-gemini-key")
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 1 and len(errors) == 2
+        assert "DISCORD_TOKEN" in errors[0] and "GEMINI_API_KEY" in errors[1]
+        assert "wrong-" not in out + err
+        code, out, err = await check("right-discord-token", "wrong-gemini-key")
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 1 and len(errors) == 1 and "GEMINI_API_KEY" in errors[0]
+        assert "Discord: OK" in out

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from bot.client import RESTARTING
-from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
-from bot.llm.gemini import GeminiBadAnswer
+from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
+from bot.llm.gemini import GeminiBadAnswer, GeminiError
 from bot.llm.prompts import EXTRACT_TASK
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
@@ -652,3 +652,34 @@ async def test_rapid_mentions_from_one_person_cost_a_few_calls_and_one_short_not
         assert len(w.chat_requests()) == 2
         await w.discord.send_message(w.general, w.carol, "and me?", mention_bot=True)  # someone else
         await eventually(lambda: _true(len(w.chat_requests()) == 3), what="carol's answer")
+
+
+async def test_a_rejected_gemini_key_is_told_to_admins_once_and_users_hear_the_bot_is_misconfigured(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.gemini.api_key = "the-key-google-knows"  # the bot's test-key is now rejected, as a revoked key is
+        for text in ("hello?", "anyone there?"):
+            await w.discord.send_message(w.general, w.bob, text, mention_bot=True)
+
+        async def answered() -> bool:
+            return len(w.discord.bot_messages(w.general)) == 2
+
+        await eventually(answered, what="two answers")
+        assert [m["content"] for m in w.discord.bot_messages(w.general)] == [MISCONFIGURED_REPLY] * 2
+        await w.say(w.general, w.alice, "I live in Lisbon")
+        with pytest.raises(GeminiError):
+            await w.flush()
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "GEMINI_API_KEY" in m["content"], timeout=10
+        )
+        await asyncio.sleep(0.5)  # anything else the log would say has been sent by now
+        told = [
+            line
+            for m in w.discord.bot_messages(log_channel)
+            for line in m["content"].splitlines()
+            if "GEMINI_API_KEY" in line
+        ]
+        assert len(told) == 1 and "test-key" not in told[0]

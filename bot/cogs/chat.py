@@ -14,7 +14,7 @@ from discord.ext import commands
 
 from bot.client import MemoryBot
 from bot.discord_text import split_message
-from bot.llm.gemini import ChatTurn, GeminiError, GeminiRefusal
+from bot.llm.gemini import ChatTurn, GeminiError, GeminiKeyRejected, GeminiRefusal
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
@@ -26,6 +26,11 @@ EDIT_INTERVAL_SECONDS = 1.5
 QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
+MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
+KEY_REJECTED_LOG = (
+    "Gemini rejected the API key: every reply and everything to learn fails until GEMINI_API_KEY is "
+    "fixed and the bot restarted (`python -m bot check --online` tests it)."
+)
 REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
@@ -343,6 +348,11 @@ class Chat(commands.Cog):
         except GeminiRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
+        except GeminiKeyRejected as exc:  # no point in "try again": say it once to admins, plainly to people
+            log.error("chat reply failed in channel %s: %s", message.channel.id, exc)
+            if message.guild is not None:
+                self.bot.admin_log.post_once(message.guild.id, "gemini-key", KEY_REJECTED_LOG)
+            await self.replace_with(message, sent, MISCONFIGURED_REPLY)
         except (GeminiError, TimeoutError) as exc:
             log.warning("chat reply failed in channel %s: %s", message.channel.id, exc)
             if message.guild is not None:

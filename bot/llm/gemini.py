@@ -91,6 +91,10 @@ class GeminiRefusal(GeminiError):
     """The model refused or was blocked for safety; asking again will not help."""
 
 
+class GeminiKeyRejected(GeminiError):
+    """Gemini refuses the API key: nothing works until an operator fixes GEMINI_API_KEY and restarts."""
+
+
 class GeminiBadAnswer(GeminiError):
     """Gemini answered, but not with what was asked (not JSON, off the schema) even after retries.
 
@@ -491,8 +495,12 @@ class GeminiClient:
         )
         reasons = {d.get("reason") for d in _error_details(exc) if isinstance(d, dict)}
         if status in (401, 403) or "API_KEY_INVALID" in reasons:
-            text = f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]"
-        elif status == 404:
+            return GeminiKeyRejected(
+                f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]",
+                purpose=purpose,
+                status=status,
+            )
+        if status == 404:
             text = f"Gemini does not know model {model!r} or this endpoint [{detail}]"
         elif status == 429:
             text = f"Gemini rate limit or quota exhausted [{detail}]"

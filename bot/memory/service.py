@@ -15,7 +15,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.config import Settings
-from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError, GeminiRefusal
+from bot.llm.gemini import (
+    Embedder,
+    GeminiBadAnswer,
+    GeminiClient,
+    GeminiError,
+    GeminiKeyRejected,
+    GeminiRefusal,
+)
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
 from bot.memory.extract import JsonModel, extract_facts
@@ -296,7 +303,12 @@ class MemoryService:
                 MemoryEvent(
                     "gemini_error",
                     scope,
-                    {"purpose": str(exc.purpose), "error": str(exc), "pending": len(ids)},
+                    {
+                        "purpose": str(exc.purpose),
+                        "error": str(exc),
+                        "pending": len(ids),
+                        "key_rejected": isinstance(exc, GeminiKeyRejected),
+                    },
                 )
             )
             raise
