@@ -14,7 +14,7 @@ from discord.ext import commands
 
 from bot.client import MemoryBot
 from bot.discord_text import split_message
-from bot.llm.gemini import ChatTurn, GeminiError, GeminiKeyRejected, GeminiRefusal
+from bot.llm.gemini import ChatTurn, GeminiError, GeminiKeyRejected, GeminiRefusal, usage_scope
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
@@ -130,7 +130,8 @@ class Chat(commands.Cog):
         await self.learn_parent(message)
         captured = self.capture(message)
         if await self.should_reply(message) and await self.within_cooldown(message):
-            await self.reply(message, remember=captured)
+            with usage_scope(scope_of(message)):  # counted in the server's own /memory-admin stats
+                await self.reply(message, remember=captured)
 
     async def within_cooldown(self, message: discord.Message) -> bool:
         """Whether this person may get another reply now; if not, a short notice (at most one per window)."""
@@ -304,7 +305,10 @@ class Chat(commands.Cog):
                 )
         except Exception as exc:
             self.bot.memory.recall_failures += 1
-            log.warning("recall failed; answering without memory: %s", exc)
+            reason = (
+                f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
+            )
+            log.warning("recall failed; answering without memory: %s", reason)
             return persona
         if not recalled.block:
             return persona

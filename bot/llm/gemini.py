@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import json
 import logging
@@ -18,7 +19,7 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -125,6 +126,24 @@ class _Counters:
     output_tokens: int = 0
     errors: int = 0
     retries: int = 0
+    embedded_texts: int = 0
+
+
+def _per_purpose() -> dict[Purpose, _Counters]:
+    return {p: _Counters() for p in Purpose}
+
+
+_USAGE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("gemini_usage_scope", default=None)
+
+
+@contextlib.contextmanager
+def usage_scope(scope: str) -> Iterator[None]:
+    """Count the Gemini calls this task makes inside the block for `scope` too (a server's own figures)."""
+    token = _USAGE_SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _USAGE_SCOPE.reset(token)
 
 
 @dataclass
@@ -133,30 +152,46 @@ class Usage:
 
     `calls` counts requests that got an answer (refusals and malformed answers included), `errors` final
     failures (after retries), `retries` the extra attempts. Tokens come from the answers' usageMetadata.
+    Calls made inside `usage_scope()` are also counted for that scope, so a server sees only its own.
     """
 
-    counters: dict[Purpose, _Counters] = field(default_factory=lambda: {p: _Counters() for p in Purpose})
-    embedded_texts: int = 0
+    counters: dict[Purpose, _Counters] = field(default_factory=_per_purpose)
+    scopes: dict[str, dict[Purpose, _Counters]] = field(default_factory=dict)
+
+    def add(self, purpose: Purpose, **amounts: int) -> None:
+        """Add to the counters of `purpose`, overall and for the scope the call is made for (if any)."""
+        targets = [self.counters[purpose]]
+        scope = _USAGE_SCOPE.get()
+        if scope is not None:
+            targets.append(self.scopes.setdefault(scope, _per_purpose())[purpose])
+        for counters in targets:
+            for name, amount in amounts.items():
+                setattr(counters, name, getattr(counters, name) + amount)
 
     def record(self, purpose: Purpose, metadata: Any) -> None:
         """Count one answered request and the tokens its usageMetadata reports (if any)."""
-        counters = self.counters[purpose]
-        counters.calls += 1
+        self.add(purpose, calls=1)
         self.add_tokens(purpose, metadata)
 
     def add_tokens(self, purpose: Purpose, metadata: Any) -> None:
         if metadata is None:
             return
-        counters = self.counters[purpose]
-        counters.prompt_tokens += getattr(metadata, "prompt_token_count", None) or 0
         output = getattr(metadata, "candidates_token_count", None) or 0
         output += getattr(metadata, "thoughts_token_count", None) or 0
-        counters.output_tokens += output
+        self.add(
+            purpose,
+            prompt_tokens=getattr(metadata, "prompt_token_count", None) or 0,
+            output_tokens=output,
+        )
 
-    def snapshot(self) -> dict[str, dict[str, int]]:
-        """Plain JSON-ready numbers, e.g. `{"extract": {"calls": 3, ...}, "embed": {..., "embedded_texts": 40}}`."""
+    def snapshot(self, scope: str | None = None) -> dict[str, dict[str, int]]:
+        """Plain JSON-ready numbers, e.g. `{"extract": {"calls": 3, ...}, "embed": {..., "embedded_texts": 40}}`.
+
+        With `scope`, only the calls made for it.
+        """
+        counters = self.counters if scope is None else self.scopes.get(scope, _per_purpose())
         out: dict[str, dict[str, int]] = {}
-        for purpose, c in self.counters.items():
+        for purpose, c in counters.items():
             out[purpose.value] = {
                 "calls": c.calls,
                 "prompt_tokens": c.prompt_tokens,
@@ -164,7 +199,7 @@ class Usage:
                 "errors": c.errors,
                 "retries": c.retries,
             }
-        out[Purpose.EMBED.value]["embedded_texts"] = self.embedded_texts
+        out[Purpose.EMBED.value]["embedded_texts"] = counters[Purpose.EMBED].embedded_texts
         return out
 
 
@@ -302,14 +337,14 @@ class GeminiClient:
                 # normalised) is what output_dimensionality gives, so an endpoint that ignores it still works.
                 values = values[: self.embedding_dimensions]
                 if len(values) != self.embedding_dimensions:
-                    self.usage.counters[Purpose.EMBED].errors += 1
+                    self.usage.add(Purpose.EMBED, errors=1)
                     raise GeminiError(
                         f"Gemini returned a {len(values)}-dimensional embedding from {self.embedding_model!r}; "
                         f"EMBEDDING_DIMENSIONS is {self.embedding_dimensions}",
                         purpose=Purpose.EMBED,
                     )
                 vectors.append(_normalised(values))
-            self.usage.embedded_texts += len(chunk)
+            self.usage.add(Purpose.EMBED, embedded_texts=len(chunk))
         return vectors
 
     # ---- chat -------------------------------------------------------------------------------------------
@@ -328,7 +363,6 @@ class GeminiClient:
             automatic_function_calling=_NO_AFC,
             http_options=self._stream_http_options,
         )
-        counters = self.usage.counters[Purpose.CHAT]
         attempt = 0
         while True:
             yielded = False
@@ -350,7 +384,7 @@ class GeminiClient:
                             break
                         if not answered:
                             answered = True
-                            counters.calls += 1
+                            self.usage.add(Purpose.CHAT, calls=1)
                         metadata = chunk.usage_metadata or metadata
                         saw_candidate = saw_candidate or bool(chunk.candidates)
                         self._raise_if_refused(Purpose.CHAT, chunk, final=False)
@@ -367,17 +401,22 @@ class GeminiClient:
                         with contextlib.suppress(Exception):
                             await stream.aclose()
             except GeminiRefusal:
-                counters.errors += 1
+                self.usage.add(Purpose.CHAT, errors=1)
                 raise
             except Exception as exc:
                 error = self._classify(Purpose.CHAT, exc)
                 if error is None:
                     raise
                 if yielded or not error.retryable or attempt >= self.max_retries:
-                    counters.errors += 1
-                    if yielded:
+                    self.usage.add(Purpose.CHAT, errors=1)
+                    if yielded:  # it was reached: the stream itself broke (a dropped connection, a stall)
+                        cause = (
+                            str(error)
+                            if isinstance(exc, GeminiError | TimeoutError | genai_errors.APIError)
+                            else f"{type(exc).__name__}: {exc}"
+                        )
                         error = GeminiError(
-                            f"{error} (the reply broke off midway)",
+                            self._scrub(f"Gemini's reply stream broke off midway ({cause})"),
                             purpose=Purpose.CHAT,
                             status=error.status,
                             retryable=error.retryable,
@@ -398,21 +437,20 @@ class GeminiClient:
 
     async def _with_retries(self, purpose: Purpose, attempt: Callable[[], Awaitable[R]]) -> R:
         """Run `attempt` under the per-attempt deadline, retrying transient failures within the budget."""
-        counters = self.usage.counters[purpose]
         tries = 0
         while True:
             try:
                 async with self._deadline():
                     return await attempt()
             except GeminiRefusal:
-                counters.errors += 1
+                self.usage.add(purpose, errors=1)
                 raise
             except Exception as exc:
                 error = self._classify(purpose, exc)
                 if error is None:
                     raise
                 if not error.retryable or tries >= self.max_retries:
-                    counters.errors += 1
+                    self.usage.add(purpose, errors=1)
                     raise self._final(error, tries) from exc
                 await self._pause_before_retry(purpose, error, exc, tries)
                 tries += 1
@@ -430,7 +468,7 @@ class GeminiClient:
             delay = min(hint, self.backoff_max_seconds * 2)
         else:
             delay = random.uniform(0, min(self.backoff_max_seconds, self.backoff_base_seconds * 2**tries))
-        self.usage.counters[purpose].retries += 1
+        self.usage.add(purpose, retries=1)
         log.warning(
             "Gemini %s request failed (status %s): %s; retry %d/%d in %.2fs%s",
             purpose.value,

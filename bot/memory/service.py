@@ -22,6 +22,7 @@ from bot.llm.gemini import (
     GeminiError,
     GeminiKeyRejected,
     GeminiRefusal,
+    usage_scope,
 )
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
@@ -69,13 +70,13 @@ class MemoryService:
         embedder: Embedder,
         settings: Settings,
         *,
-        usage: Callable[[], dict[str, Any]] | None = None,
+        usage: Callable[[str | None], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
         self.embedder = embedder
         self.settings = settings
-        self._usage = usage or dict
+        self._usage = usage or (lambda scope: {})
         self.consolidator = Consolidator(
             store,
             llm,
@@ -138,7 +139,7 @@ class MemoryService:
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
-            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage()))
+            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage(None)))
         await self.store.close()
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:
@@ -279,14 +280,15 @@ class MemoryService:
             await self.store.call(Store.delete_pending_messages, ids)
             return 0
         try:
-            facts, refused = await self._extract(chunk)
-            names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
-            changes = await self.consolidator.run(
-                facts,
-                consumed_message_ids=ids,
-                user_names=names,
-                read_texts={m.message_id: m.content for m in chunk},
-            )
+            with usage_scope(scope):  # what this costs shows in the server's own /memory-admin stats
+                facts, refused = await self._extract(chunk)
+                names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
+                changes = await self.consolidator.run(
+                    facts,
+                    consumed_message_ids=ids,
+                    user_names=names,
+                    read_texts={m.message_id: m.content for m in chunk},
+                )
         except GeminiError as exc:
             if isinstance(exc, GeminiBadAnswer):  # counted apart from outages, which never cost messages
                 if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
@@ -470,7 +472,7 @@ class MemoryService:
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Store.stats, scope)
         stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
-        stats["gemini"] = self._usage()
+        stats["gemini"] = self._usage(scope)
         stats["recall_latency_ms"] = self.recall_latency_ms()
         return stats
 
