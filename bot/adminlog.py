@@ -94,6 +94,7 @@ class AdminLog:
         self._batches: dict[int, _Batch] = {}
         self._last_sent: dict[int, float] = {}
         self._warned_channels: set[int] = set()
+        self._said: set[tuple[int, str]] = set()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -115,6 +116,12 @@ class AdminLog:
         batch.lines.append(line)
         self._wakeup.set()
 
+    def post_once(self, guild_id: int, topic: str, line: str) -> None:
+        """Queue a line only the first time `topic` comes up in this guild (a rejected key fails everything)."""
+        if (guild_id, topic) not in self._said:
+            self._said.add((guild_id, topic))
+            self.post(guild_id, line)
+
     def on_memory_event(self, event: MemoryEvent) -> None:
         """Listener for MemoryService: turn an event into one line for the guild it happened in."""
         line = self.describe(event)
@@ -124,8 +131,10 @@ class AdminLog:
         guild_id = guild_id_of(event.scope)
         if guild_id is None:
             log.info("memory [%s] %s", event.scope, line)
-            return
-        self.post(guild_id, line)
+        elif event.detail.get("key_rejected"):
+            self.post_once(guild_id, "gemini-key", line)
+        else:
+            self.post(guild_id, line)
 
     def describe(self, event: MemoryEvent) -> str | None:
         """The admin-log line for an event, with counts and names but never a fact's text."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.gemini import GeminiError
+from bot.llm.gemini import GeminiClient, GeminiError
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="show effective settings and check the database")
     check.add_argument("--json", action="store_true")
+    check.add_argument(
+        "--online", action="store_true", help="also try DISCORD_TOKEN and the Gemini key on their services"
+    )
 
     facts = sub.add_parser("facts", help="list, forget or import facts").add_subparsers(
         dest="facts_command", required=True, metavar="{list,forget,export,import}"
@@ -263,7 +266,11 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
         problem = failure_line(settings, exc)
         database.update(ok=False, error=problem)
         problems.append(problem)
+    online = asyncio.run(check_online(settings)) if args.online else {}
+    problems += [verdict["error"] for verdict in online.values() if not verdict["ok"]]
     report = {"ok": not problems, "settings": settings.masked(), "database": database, "problems": problems}
+    if args.online:
+        report["online"] = online
     human = [f"{k} = {v}" for k, v in report["settings"].items()]
     if database.get("ok"):
         human.append(
@@ -271,10 +278,61 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
             f"{database['sqlite_vec_version']}, FTS5, {database['embedding_model']} at "
             f"{database['embedding_dimensions']} dimensions)"
         )
+    human += [f"{service}: OK ({verdict['detail']})" for service, verdict in online.items() if verdict["ok"]]
     _emit(args, report, human)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     return EXIT_PROBLEM if problems else 0
+
+
+async def check_online(settings: Settings) -> dict[str, dict[str, Any]]:
+    """DISCORD_TOKEN and the Gemini key tried on their services (a secret that is not set is skipped)."""
+    verdicts: dict[str, dict[str, Any]] = {}
+    if settings.discord_token:
+        verdicts["Discord"] = await _check_discord(settings)
+    if settings.gemini_api_key:
+        verdicts["Gemini"] = await _check_gemini(settings)
+    return verdicts
+
+
+async def _check_discord(settings: Settings) -> dict[str, Any]:
+    """Log in over REST only (GET /users/@me), as the bot's start does before it connects."""
+    import aiohttp
+    import discord
+
+    from bot.client import point_discord_at
+    from bot.runner import TOKEN_REJECTED, first_line
+
+    point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
+    http = discord.http.HTTPClient(asyncio.get_running_loop())
+    try:
+        me = await http.static_login(settings.discord_token)
+    except discord.LoginFailure:
+        return {"ok": False, "error": TOKEN_REJECTED}
+    except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+        where = settings.discord_api_base_url or "discord.com"
+        return {"ok": False, "error": f"cannot reach Discord ({where}): {first_line(exc)}"}
+    finally:
+        await http.close()
+    return {"ok": True, "detail": f"logged in as {me.get('username', '?')}"}
+
+
+async def _check_gemini(settings: Settings) -> dict[str, Any]:
+    """One embedding of one word: it proves the key, the endpoint and the embedding model, for next to nothing."""
+    gemini = GeminiClient.from_settings(
+        replace(settings, gemini_max_retries=min(1, settings.gemini_max_retries))
+    )
+    try:
+        await gemini.embed(["check"], "query")
+    except GeminiError as exc:
+        text = str(exc)
+        return {"ok": False, "error": text if text.startswith("Gemini") else f"Gemini: {text}"}
+    finally:
+        await gemini.aclose()
+    return {
+        "ok": True,
+        "detail": f"{settings.embedding_model} answered at {settings.embedding_dimensions} dimensions",
+    }
 
 
 # ---- facts --------------------------------------------------------------------------------------------

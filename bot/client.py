@@ -55,6 +55,19 @@ def point_discord_at(api_base_url: str, gateway_url: str) -> None:
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
 
+# View Channels, Send Messages, Send Messages in Threads, Read Message History: all a reply needs.
+NEEDED_PERMISSIONS = discord.Permissions(
+    view_channel=True, send_messages=True, send_messages_in_threads=True, read_message_history=True
+)
+
+
+def invite_url(application_id: int) -> str:
+    """The OAuth2 link that adds the bot with its slash commands and just the permissions it uses."""
+    return discord.utils.oauth_url(
+        application_id, permissions=NEEDED_PERMISSIONS, scopes=("bot", "applications.commands")
+    )
+
+
 RESTARTING = "I'm restarting right now; please try again in a minute."
 
 
@@ -84,6 +97,9 @@ class MemoryBot(commands.Bot):
             allowed_mentions=discord.AllowedMentions.none(),
             help_command=None,
             tree_cls=MemoryTree,
+            # Every message carries its author's member data and commands their resolved members: nothing
+            # needs a server's whole member list, which costs a large server minutes of gateway traffic.
+            chunk_guilds_at_startup=False,
         )
         self.settings = settings
         self.gemini = gemini or GeminiClient.from_settings(settings)
@@ -112,6 +128,8 @@ class MemoryBot(commands.Bot):
             await self.load_extension(cog)
         self.admin_log.start()
         await self.sync_commands()
+        if self.application_id is not None:
+            log.info("invite the bot to a server with %s", invite_url(self.application_id))
 
     async def sync_commands(self) -> None:
         """Sync app commands to DEV_GUILD_ID (instant) or globally, only when Discord lacks them.

@@ -56,6 +56,10 @@ class Settings:
     dev_guild_id: int | None = None
     auto_reply_channel_ids: frozenset[int] = field(default_factory=frozenset)
     chat_history_limit: int = 20
+    chat_turn_max_chars: int = 4000
+    chat_prompt_max_chars: int = 32000
+    chat_cooldown_replies: int = 5
+    chat_cooldown_seconds: float = 60.0
     bot_persona: str = DEFAULT_PERSONA
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
@@ -168,6 +172,10 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "dev_guild_id": (_snowflake, "a Discord server id (a positive integer)"),
     "auto_reply_channel_ids": (_snowflakes, "comma-separated Discord channel ids"),
     "chat_history_limit": (_positive_int, "a positive integer such as 20"),
+    "chat_turn_max_chars": (_positive_int, "a positive number of characters such as 4000"),
+    "chat_prompt_max_chars": (_positive_int, "a positive number of characters such as 32000"),
+    "chat_cooldown_replies": (_non_negative_int, "a whole number of replies such as 5 (0: no cooldown)"),
+    "chat_cooldown_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "admin_log_channel_id": (_snowflake, "a Discord channel id (a positive integer)"),
     "log_level": (_log_level, "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
 }

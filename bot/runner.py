@@ -17,6 +17,8 @@ from bot.memory.db import DatabaseError
 
 log = logging.getLogger(__name__)
 
+TOKEN_REJECTED = "Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal"
+
 
 async def serve(settings: Settings) -> None:
     """Log in, connect, and run until the gateway closes or SIGTERM/SIGINT asks for a graceful close."""
@@ -52,24 +54,21 @@ def run_bot(settings: Settings) -> int:
         )
         return 1
     except discord.LoginFailure:
-        print(
-            "error: Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal",
-            file=sys.stderr,
-        )
+        print(f"error: {TOKEN_REJECTED}", file=sys.stderr)
         return 1
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (aiohttp.ClientError, OSError, discord.GatewayNotFound) as exc:
         where = settings.discord_api_base_url or "discord.com"
-        print(f"error: cannot reach Discord ({where}): {_first_line(exc)}", file=sys.stderr)
+        print(f"error: cannot reach Discord ({where}): {first_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
     return 0
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     """The gist of a connection error, without the SSL context and address objects it may print."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text.split(" [", 1)[0].split(" ssl:", 1)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -563,3 +564,19 @@ async def test_a_deletion_survives_a_failed_write_and_an_opt_out_failure_changes
     with pytest.raises(sqlite3.OperationalError):
         await service.set_opt_out(SCOPE, "bob", True)
     assert not service.is_opted_out(SCOPE, "bob")  # the database did not record it, so neither does memory
+
+
+async def test_a_row_that_can_never_be_written_is_dropped_alone_and_capture_goes_on(
+    service: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Bypassing capture()'s cleaning: a lone surrogate is text SQLite cannot store, however often tried.
+    service.capture_buffer.submit(msg("bad", "alice", "I live in Os\ud800lo"))
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
+    service.capture_buffer.edit("m1", "I collect old\udfff stamps")  # an edit that can never be applied
+    service.capture(msg("m2", "carol", "I collect shells"), guild_id=100)
+    with caplog.at_level(logging.ERROR, logger="bot.memory.capture"):
+        await asyncio.wait_for(service.capture_buffer.wait_written(), 3)
+    assert await pending(service) == ["I collect stamps", "I collect shells"]
+    dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 2 and "bad" in dropped[0] and "m1" in dropped[1]
+    assert all("\ud800" not in line and "\udfff" not in line for line in dropped)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.memory.models import NewFact
+from bot.memory.store import Store
+from tests.discord_standin import DiscordStandIn
 from tests.gemini_standin import GeminiStandIn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -325,3 +328,60 @@ async def test_export_then_import_on_another_instance_keeps_facts_and_where_they
     # Importing the same file again adds nothing.
     code, out, _ = await run_cli("facts", "import", str(exported), "--json", env=new_env, cwd=tmp_path)
     assert json.loads(out)["imported"] == 0
+
+
+async def test_check_online_says_which_secret_is_wrong_in_one_line_each(tmp_path: Path) -> None:
+    async with (
+        GeminiStandIn(api_key="right-gemini-key") as gemini,
+        DiscordStandIn(token="right-discord-token") as discord_standin,
+    ):
+
+        async def check(discord_token: str, gemini_key: str) -> tuple[int, str, str]:
+            env = clean_env(
+                DISCORD_TOKEN=discord_token,
+                GEMINI_API_KEY=gemini_key,
+                GEMINI_BASE_URL=gemini.base_url,
+                DISCORD_API_BASE_URL=discord_standin.api_base,
+                DATABASE_PATH=str(tmp_path / "memory.sqlite3"),
+            )
+            return await run_cli("check", "--online", env=env, cwd=tmp_path)
+
+        code, out, err = await check("right-discord-token", "right-gemini-key")
+        assert code == 0, err
+        assert "Discord: OK" in out and "Gemini: OK" in out
+        code, out, err = await check("wrong-discord-token", "wrong-gemini-key")
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 1 and len(errors) == 2
+        assert "DISCORD_TOKEN" in errors[0] and "GEMINI_API_KEY" in errors[1]
+        assert "wrong-" not in out + err
+        code, out, err = await check("right-discord-token", "wrong-gemini-key")
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 1 and len(errors) == 1 and "GEMINI_API_KEY" in errors[0]
+        assert "Discord: OK" in out
+
+
+async def test_check_fails_on_a_damaged_database(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=4)
+    store.add_facts(
+        [
+            NewFact("dm", str(i), "n", f"fact number {i} " * 20, ["m"], embedding=[1, 0, 0, 0])
+            for i in range(300)
+        ]
+    )
+    store.close()
+    assert path.stat().st_size > 121 * 4096
+    with path.open("r+b") as file:  # two pages in the middle overwritten, as a failing disk might
+        for page in (100, 120):
+            file.seek(page * 4096)
+            file.write(b"\xff" * 4096)
+    env = clean_env(
+        DISCORD_TOKEN="dummy-discord-token-123456",
+        GEMINI_API_KEY="dummy-gemini-key-abcdef",
+        DATABASE_PATH=str(path),
+        EMBEDDING_MODEL="fake-embedding",
+        EMBEDDING_DIMENSIONS="4",
+    )
+    code, out, err = await run_cli("check", env=env, cwd=tmp_path)
+    assert code == 1 and "database OK" not in out
+    assert "is damaged" in err and "restore it from a backup" in err

@@ -164,9 +164,9 @@ def test_stats_report() -> None:
         "**Memory in this server**",
         "Facts: 1,200 active, 3 merged, 1 invalidated · 1 person",
         "Messages waiting to be read: 4",
-        "**Gemini since start (all servers)**",
+        "**Gemini since start, for this server**",
         "extract: 2 calls, 12,345 tokens in, 99 out, 1 error, 0 retries",
-        "**Recall latency** p50 12.5 ms · p95 80 ms (40 recalls)",
+        "**Recall latency (the whole bot)** p50 12.5 ms · p95 80 ms (40 recalls)",
     ]
     assert "No calls yet." in format_stats({"gemini": {}})
 

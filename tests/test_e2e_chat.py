@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
+import logging
 import re
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,11 +16,15 @@ from typing import Any
 import pytest
 
 from bot.client import RESTARTING
-from bot.cogs.chat import FAILED_REPLY, NO_TEXT_REPLY
+from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
+from bot.llm.gemini import GeminiBadAnswer, GeminiError
+from bot.llm.prompts import EXTRACT_TASK
+from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
+from bot.memory.service import MAX_BAD_ANSWERS
 from tests.discord_standin.model import thread_payload
 from tests.e2e import World, eventually, world
-from tests.fake_brain import system_text
+from tests.fake_brain import last_user_text, system_text
 
 pytestmark = pytest.mark.e2e
 
@@ -458,3 +465,221 @@ async def test_a_thread_the_bot_never_cached_is_still_known_as_part_of_an_ignore
         await w.seen(w.general)
         assert not await w.captured(message["id"])
         assert any(r.method == "GET" and r.path.endswith(f"/channels/{late}") for r in w.discord.requests)
+
+
+async def test_a_name_with_a_lone_surrogate_is_cleaned_and_never_jams_capture(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        odd = w.discord.add_user("Sur\ud800rogate")
+        first = await w.say(w.general, odd, "I live in Oslo")
+        await w.say(w.general, w.bob, "I work as a carpenter")  # captured after it: the writer still runs
+        row = w.bot.memory.store.sync.conn.execute(
+            "SELECT author_name FROM pending_messages WHERE message_id = ?", (first["id"],)
+        ).fetchone()
+        assert row[0] == "Surrogate"
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, odd)] == ["Surrogate lives in Oslo"]
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob works as a carpenter"]
+        await w.discord.send_message(w.general, odd, "what do you know about me?", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == "Nice to hear from you!"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "{}",
+        '{"foo": 1}',
+        '{"error": {"code": 500, "message": "internal"}}',
+        '{"result": {"facts": [{"user_id": "1", "text": "alice lives in Lisbon"}]}}',
+        '{"facts": [{"user": "alice", "fact": "lives in Lisbon"}, {"text": null}]}',
+    ],
+)
+async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durable(
+    tmp_path: Path, answer: str
+) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.gemini.generate_handler = lambda body: (
+            answer if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        said = await w.say(w.general, w.alice, "I live in Lisbon")
+        for _ in range(MAX_BAD_ANSWERS - 1):  # retried, and the message kept, each time
+            with pytest.raises(GeminiBadAnswer):
+                await w.bot.memory.flush_channel(str(w.general))
+            assert await w.captured(said["id"])
+        assert len(w.gemini.of_kind("generate")) == 2 * (MAX_BAD_ANSWERS - 1)  # gemini_max_retries=1
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Gemini extract failed" in m["content"], timeout=10
+        )
+        assert await w.bot.memory.flush_channel(str(w.general)) == 0  # the last attempt: skipped
+        assert not await w.captured(said["id"])
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "Gave up on 1 message" in m["content"], timeout=10
+        )
+        assert await w.facts(f"guild:{w.alpha.id}", w.alice) == []
+
+
+async def test_bidirectional_isolates_reach_neither_the_extraction_prompt_nor_stored_facts(
+    tmp_path: Path,
+) -> None:
+    isolates = "\u2066\u2067\u2068\u2069"
+
+    def extract_with_isolates(body: dict[str, Any]) -> str:
+        if not system_text(body).startswith(EXTRACT_TASK):
+            return w.brain(body)
+        author = json.loads(last_user_text(body))["human_speakers"][0]["user_id"]
+        return json.dumps({"facts": [{"user_id": author, "text": "alice lives in \u2067Lisbon\u2069"}]})
+
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = extract_with_isolates
+        await w.say(w.general, w.alice, "I live in \u2066Lisbon\u2069 \u2068near the river\u2069")
+        await w.flush()
+        [request] = w.gemini.of_kind("generate")
+        assert "Lisbon" in last_user_text(request.json)
+        assert not set(isolates) & set(last_user_text(request.json))
+        assert [f.text for f in await w.facts(f"guild:{w.alpha.id}", w.alice)] == ["alice lives in Lisbon"]
+
+
+async def test_a_reply_of_only_blanks_and_zero_width_characters_counts_as_empty(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = " \u200b\u2060\n\u200d\ufeff\u2066 "
+        await w.discord.send_message(w.general, w.bob, "say nothing", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == FAILED_REPLY
+
+
+async def test_a_huge_message_is_cut_and_the_whole_chat_prompt_stays_bounded(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        limits = w.bot.settings
+        for i in range(10):
+            await w.say(w.general, w.carol, f"chapter {i}: " + "more words here " * 240)
+        await w.say(w.general, w.bob, "I wrote a novel: " + "very long words " * 6_400)  # 102,417 characters
+        await w.discord.send_message(w.general, w.alice, "what do you all think?", mention_bot=True)
+        await w.discord.wait_for_bot_message(w.general, timeout=10)
+        [request] = w.chat_requests()
+        parts = [p["text"] for turn in request["contents"] for p in turn["parts"]]
+        assert sum(map(len, parts)) + len(system_text(request)) <= limits.chat_prompt_max_chars
+        lines = [line for p in parts for line in p.split("\n")]
+        assert all(len(line) <= limits.chat_turn_max_chars + len("carol: ") for line in lines)
+        assert lines[-2].startswith("bob: I wrote a novel") and lines[-1].endswith("what do you all think?")
+        assert "chapter 9:" in lines[-3] and not any(
+            "chapter 0:" in line for line in lines
+        )  # oldest left out
+
+
+def a_thousand_facts_each(body: dict[str, Any]) -> str:
+    """An extraction answer of 3,000 distinct facts: a thousand for each of the chunk's speakers."""
+    speakers = json.loads(last_user_text(body))["human_speakers"]
+    return json.dumps(
+        {
+            "facts": [
+                {"user_id": s["user_id"], "text": f"{s['name']} knows word{i} and word{i * 7919 % 104729}"}
+                for s in speakers
+                for i in range(1000)
+            ]
+        }
+    )
+
+
+async def test_a_huge_extraction_answer_is_capped_and_never_blocks_the_event_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = lambda body: (
+            a_thousand_facts_each(body) if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        for person in (w.alice, w.bob, w.carol):
+            await w.say(w.general, person, "I know many words")
+        loop = asyncio.get_running_loop()
+        lags: list[float] = []
+
+        async def heartbeat() -> None:
+            while True:
+                before = loop.time()
+                await asyncio.sleep(0.01)
+                lags.append(loop.time() - before - 0.01)
+
+        beat = asyncio.create_task(heartbeat())
+        with caplog.at_level(logging.WARNING, logger="bot.memory.extract"):
+            await w.flush()
+        beat.cancel()
+        scope = f"guild:{w.alpha.id}"
+        counts = [len(await w.facts(scope, person)) for person in (w.alice, w.bob, w.carol)]
+        assert counts == [
+            MAX_FACTS_PER_SPEAKER,
+            MAX_FACTS_PER_SPEAKER,
+            MAX_FACTS_PER_CHUNK - 2 * MAX_FACTS_PER_SPEAKER,
+        ]
+        assert f"dropped {3000 - MAX_FACTS_PER_CHUNK} of 3000" in caplog.text
+        assert max(lags) < 1.0, f"the event loop was blocked for {max(lags):.2f}s"
+
+
+async def test_shutdown_stays_within_ten_seconds_while_a_huge_answer_is_being_learned(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        w.gemini.generate_handler = lambda body: (
+            a_thousand_facts_each(body) if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
+        )
+        for person in (w.alice, w.bob, w.carol):
+            await w.say(w.general, person, "I know many words")
+        flushing = asyncio.create_task(w.flush())
+        await eventually(lambda: _true(bool(w.gemini.of_kind("generate"))), what="the extraction request")
+        started = time.monotonic()
+        await w.bot.close()
+        assert time.monotonic() - started < 10
+        await asyncio.gather(flushing, return_exceptions=True)
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_rapid_mentions_from_one_person_cost_a_few_calls_and_one_short_notice(tmp_path: Path) -> None:
+    async with world(tmp_path, chat_cooldown_replies=2, chat_cooldown_seconds=60) as w:
+        for i in range(15):
+            await w.discord.send_message(w.general, w.bob, f"question {i}?", mention_bot=True)
+
+        async def settled() -> bool:
+            return len(w.discord.bot_messages(w.general)) >= 3
+
+        await eventually(settled, what="two answers and a notice")
+        await w.seen(w.general)
+        await asyncio.sleep(0.3)
+        contents = [m["content"] for m in w.discord.bot_messages(w.general)]
+        notices = [c for c in contents if c != "Nice to hear from you!"]
+        assert len(contents) == 3 and len(notices) == 1 and "slow down" in notices[0]
+        assert len(w.chat_requests()) == 2
+        await w.discord.send_message(w.general, w.carol, "and me?", mention_bot=True)  # someone else
+        await eventually(lambda: _true(len(w.chat_requests()) == 3), what="carol's answer")
+
+
+async def test_a_rejected_gemini_key_is_told_to_admins_once_and_users_hear_the_bot_is_misconfigured(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.gemini.api_key = "the-key-google-knows"  # the bot's test-key is now rejected, as a revoked key is
+        for text in ("hello?", "anyone there?"):
+            await w.discord.send_message(w.general, w.bob, text, mention_bot=True)
+
+        async def answered() -> bool:
+            return len(w.discord.bot_messages(w.general)) == 2
+
+        await eventually(answered, what="two answers")
+        assert [m["content"] for m in w.discord.bot_messages(w.general)] == [MISCONFIGURED_REPLY] * 2
+        await w.say(w.general, w.alice, "I live in Lisbon")
+        with pytest.raises(GeminiError):
+            await w.flush()
+        await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "GEMINI_API_KEY" in m["content"], timeout=10
+        )
+        await asyncio.sleep(0.5)  # anything else the log would say has been sent by now
+        told = [
+            line
+            for m in w.discord.bot_messages(log_channel)
+            for line in m["content"].splitlines()
+            if "GEMINI_API_KEY" in line
+        ]
+        assert len(told) == 1 and "test-key" not in told[0]

@@ -570,3 +570,25 @@ async def test_a_bare_list_and_mention_shaped_ids_are_read_and_a_zero_embedding_
     standin.embed_handler = lambda text, task, dims: [0.0] * (dims or DIMS)
     with pytest.raises(GeminiError, match="not a direction"):
         await client.embed(["hello"], "query")
+
+
+async def test_a_stream_that_breaks_midway_says_it_broke_not_that_gemini_was_out_of_reach(
+    standin: GeminiStandIn,
+) -> None:
+    async def half_an_answer(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunk = {"candidates": [{"content": {"parts": [{"text": "Hello, "}], "role": "model"}, "index": 0}]}
+        await response.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+        assert request.transport is not None
+        request.transport.close()  # the connection drops mid-answer
+        return response
+
+    async with client_of(standin, half_an_answer) as gemini:
+        received = []
+        with pytest.raises(GeminiError) as raised:
+            async for delta in gemini.chat_stream(system="s", turns=[ChatTurn("user", "hi")]):
+                received.append(delta)
+        assert received == ["Hello, "]
+        assert "stream broke off midway" in str(raised.value)
+        assert "could not reach" not in str(raised.value)

@@ -39,7 +39,10 @@ def guild_id(interaction: discord.Interaction) -> int:
 
 
 def format_stats(stats: dict[str, Any]) -> str:
-    """memory.stats() as a short report: this server's facts and backlog, then process-wide Gemini and recall."""
+    """memory.stats() as a short report: this server's facts, backlog and Gemini use, then recall speed.
+
+    Recall latency is the bot's as a whole: it depends on the database and the machine, not on the server.
+    """
     facts = stats.get("facts", {})
     lines = [
         "**Memory in this server**",
@@ -47,7 +50,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         + ", ".join(f"{count:,} {status}" for status, count in facts.items())
         + f" · {plural(stats.get('people', 0), 'person', 'people')}",
         f"Messages waiting to be read: {stats.get('pending_messages', 0):,}",
-        "**Gemini since start (all servers)**",
+        "**Gemini since start, for this server**",
     ]
     used = {p: c for p, c in stats.get("gemini", {}).items() if c.get("calls") or c.get("errors")}
     for purpose, c in used.items():
@@ -60,7 +63,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         lines.append("No calls yet.")
     latency = stats.get("recall_latency_ms", {})
     lines.append(
-        f"**Recall latency** p50 {latency.get('p50', 0):g} ms · p95 {latency.get('p95', 0):g} ms "
+        f"**Recall latency (the whole bot)** p50 {latency.get('p50', 0):g} ms · p95 {latency.get('p95', 0):g} ms "
         f"({plural(int(latency.get('samples', 0)), 'recall')})"
     )
     return "\n".join(lines)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
+from typing import Literal
 
 import discord
 from discord.ext import commands
@@ -13,11 +15,19 @@ from discord.ext import commands
 from bot.client import MemoryBot
 from bot.cogs import telling
 from bot.discord_text import split_message
-from bot.llm.gemini import ChatTool, ChatTurn, GeminiError, GeminiRefusal, ToolCall
+from bot.llm.gemini import (
+    ChatTool,
+    ChatTurn,
+    GeminiError,
+    GeminiKeyRejected,
+    GeminiRefusal,
+    ToolCall,
+    usage_scope,
+)
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
 from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.recall import Participant
-from bot.memory.text import strip_background_blocks, strip_mentions, worth_reading
+from bot.memory.text import clean, looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +35,16 @@ EDIT_INTERVAL_SECONDS = 1.5
 QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
+MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
+KEY_REJECTED_LOG = (
+    "Gemini rejected the API key: every reply and everything to learn fails until GEMINI_API_KEY is "
+    "fixed and the bot restarted (`python -m bot check --online` tests it)."
+)
 REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
 NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and try again in {seconds} s."
 
 
 def scope_of(message: discord.Message) -> str:
@@ -44,6 +60,14 @@ class Chat(commands.Cog):
         self.bot = bot
         self._parents: dict[int, int | None] = {}  # threads the bot had not cached: their parent channel
         self._private_threads: set[int] = set()  # ... and which of them are private
+        settings = bot.settings
+        # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
+        self._replies: commands.CooldownMapping[discord.Message] | None = None
+        self._notices: commands.CooldownMapping[discord.Message] | None = None
+        if settings.chat_cooldown_replies and settings.chat_cooldown_seconds:
+            per, user = settings.chat_cooldown_seconds, commands.BucketType.user
+            self._replies = commands.CooldownMapping.from_cooldown(settings.chat_cooldown_replies, per, user)
+            self._notices = commands.CooldownMapping.from_cooldown(1, per, user)
 
     # ---- capture -----------------------------------------------------------------------------------------
 
@@ -125,8 +149,25 @@ class Chat(commands.Cog):
             return
         await self.learn_parent(message)
         captured = self.capture(message)
-        if await self.should_reply(message):
-            await self.reply(message, remember=captured)
+        if await self.should_reply(message) and await self.within_cooldown(message):
+            with usage_scope(scope_of(message)):  # counted in the server's own /memory-admin stats
+                await self.reply(message, remember=captured)
+
+    async def within_cooldown(self, message: discord.Message) -> bool:
+        """Whether this person may get another reply now; if not, a short notice (at most one per window)."""
+        if self._replies is None or self._notices is None:
+            return True
+        bucket = self._replies.get_bucket(message)
+        retry_after = bucket.update_rate_limit() if bucket is not None else None
+        if not retry_after:
+            return True
+        notice = self._notices.get_bucket(message)
+        if notice is not None and not notice.update_rate_limit():
+            with contextlib.suppress(discord.HTTPException):
+                await message.reply(
+                    COOLDOWN_REPLY.format(seconds=math.ceil(retry_after)), mention_author=False
+                )
+        return False
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
@@ -206,17 +247,32 @@ class Chat(commands.Cog):
         # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
         return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
-    def turns(self, messages: list[discord.Message]) -> list[ChatTurn]:
-        """Gemini turns: people by name as user turns, the bot's own messages as model turns."""
+    def turns(self, messages: list[discord.Message], room: int) -> list[ChatTurn]:
+        """Gemini turns: people by name as user turns, the bot's own messages as model turns.
+
+        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns would pass
+        `room` characters (the newest message is always sent), so one huge message cannot make a huge and
+        costly prompt.
+        """
         me = self.bot.user
-        turns: list[ChatTurn] = []
+        limit = self.bot.settings.chat_turn_max_chars
+        room = max(room, limit)
+        said: list[tuple[Literal["user", "model"], str]] = []
         for m in messages:
-            own = me is not None and m.author.id == me.id
-            text = strip_background_blocks(m.clean_content).strip()
+            text = clean(strip_background_blocks(m.clean_content), limit)
             if not text:
                 continue
-            role = "model" if own else "user"
-            text = text if own else f"{speaker_name(m.author)}: {text}"
+            own = me is not None and m.author.id == me.id
+            said.append(("model", text) if own else ("user", f"{speaker_name(m.author)}: {text}"))
+        kept: list[tuple[Literal["user", "model"], str]] = []
+        size = 0
+        for role, text in reversed(said):  # newest first: the question itself is always kept
+            if kept and size + len(text) + 1 > room:
+                break
+            kept.append((role, text[:room]))
+            size += len(text) + 1
+        turns: list[ChatTurn] = []
+        for role, text in reversed(kept):
             if turns and turns[-1].role == role:
                 turns[-1] = ChatTurn(role, f"{turns[-1].text}\n{text}")
             else:
@@ -280,7 +336,10 @@ class Chat(commands.Cog):
                 )
         except Exception as exc:
             self.bot.memory.recall_failures += 1
-            log.warning("recall failed; answering without memory: %s", exc)
+            reason = (
+                f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
+            )
+            log.warning("recall failed; answering without memory: %s", reason)
             return persona
         if not recalled.block:
             return persona
@@ -307,8 +366,8 @@ class Chat(commands.Cog):
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                turns = self.turns(messages)
                 system = await self.system_instruction(message, messages)
+                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system))
                 stream = self.bot.gemini.chat_stream(system=system, turns=turns, tools=self.tools(message))
                 calls: list[ToolCall] = []
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
@@ -317,13 +376,13 @@ class Chat(commands.Cog):
                             calls.append(delta)
                             continue
                         text += delta
-                        if text.strip() and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
+                        if not looks_blank(text) and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
                             await self.show(message, sent, text, remember=remember)
                             last_sync = time.monotonic()
             if calls:  # the bot answers an explicit request in its own words, not the model's
                 await self.use_tools(message, sent, calls)
                 return
-            if not text.strip():
+            if looks_blank(text):  # whitespace and zero-width characters would post a blank-looking message
                 raise GeminiError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
@@ -331,6 +390,11 @@ class Chat(commands.Cog):
         except GeminiRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
+        except GeminiKeyRejected as exc:  # no point in "try again": say it once to admins, plainly to people
+            log.error("chat reply failed in channel %s: %s", message.channel.id, exc)
+            if message.guild is not None:
+                self.bot.admin_log.post_once(message.guild.id, "gemini-key", KEY_REJECTED_LOG)
+            await self.replace_with(message, sent, MISCONFIGURED_REPLY)
         except (GeminiError, TimeoutError) as exc:
             log.warning("chat reply failed in channel %s: %s", message.channel.id, exc)
             if message.guild is not None:

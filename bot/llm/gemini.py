@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import json
 import logging
@@ -18,7 +19,7 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -91,6 +92,10 @@ class GeminiRefusal(GeminiError):
     """The model refused or was blocked for safety; asking again will not help."""
 
 
+class GeminiKeyRejected(GeminiError):
+    """Gemini refuses the API key: nothing works until an operator fixes GEMINI_API_KEY and restarts."""
+
+
 class GeminiBadAnswer(GeminiError):
     """Gemini answered, but not with what was asked (not JSON, off the schema) even after retries.
 
@@ -138,6 +143,24 @@ class _Counters:
     output_tokens: int = 0
     errors: int = 0
     retries: int = 0
+    embedded_texts: int = 0
+
+
+def _per_purpose() -> dict[Purpose, _Counters]:
+    return {p: _Counters() for p in Purpose}
+
+
+_USAGE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("gemini_usage_scope", default=None)
+
+
+@contextlib.contextmanager
+def usage_scope(scope: str) -> Iterator[None]:
+    """Count the Gemini calls this task makes inside the block for `scope` too (a server's own figures)."""
+    token = _USAGE_SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _USAGE_SCOPE.reset(token)
 
 
 @dataclass
@@ -146,30 +169,46 @@ class Usage:
 
     `calls` counts requests that got an answer (refusals and malformed answers included), `errors` final
     failures (after retries), `retries` the extra attempts. Tokens come from the answers' usageMetadata.
+    Calls made inside `usage_scope()` are also counted for that scope, so a server sees only its own.
     """
 
-    counters: dict[Purpose, _Counters] = field(default_factory=lambda: {p: _Counters() for p in Purpose})
-    embedded_texts: int = 0
+    counters: dict[Purpose, _Counters] = field(default_factory=_per_purpose)
+    scopes: dict[str, dict[Purpose, _Counters]] = field(default_factory=dict)
+
+    def add(self, purpose: Purpose, **amounts: int) -> None:
+        """Add to the counters of `purpose`, overall and for the scope the call is made for (if any)."""
+        targets = [self.counters[purpose]]
+        scope = _USAGE_SCOPE.get()
+        if scope is not None:
+            targets.append(self.scopes.setdefault(scope, _per_purpose())[purpose])
+        for counters in targets:
+            for name, amount in amounts.items():
+                setattr(counters, name, getattr(counters, name) + amount)
 
     def record(self, purpose: Purpose, metadata: Any) -> None:
         """Count one answered request and the tokens its usageMetadata reports (if any)."""
-        counters = self.counters[purpose]
-        counters.calls += 1
+        self.add(purpose, calls=1)
         self.add_tokens(purpose, metadata)
 
     def add_tokens(self, purpose: Purpose, metadata: Any) -> None:
         if metadata is None:
             return
-        counters = self.counters[purpose]
-        counters.prompt_tokens += getattr(metadata, "prompt_token_count", None) or 0
         output = getattr(metadata, "candidates_token_count", None) or 0
         output += getattr(metadata, "thoughts_token_count", None) or 0
-        counters.output_tokens += output
+        self.add(
+            purpose,
+            prompt_tokens=getattr(metadata, "prompt_token_count", None) or 0,
+            output_tokens=output,
+        )
 
-    def snapshot(self) -> dict[str, dict[str, int]]:
-        """Plain JSON-ready numbers, e.g. `{"extract": {"calls": 3, ...}, "embed": {..., "embedded_texts": 40}}`."""
+    def snapshot(self, scope: str | None = None) -> dict[str, dict[str, int]]:
+        """Plain JSON-ready numbers, e.g. `{"extract": {"calls": 3, ...}, "embed": {..., "embedded_texts": 40}}`.
+
+        With `scope`, only the calls made for it.
+        """
+        counters = self.counters if scope is None else self.scopes.get(scope, _per_purpose())
         out: dict[str, dict[str, int]] = {}
-        for purpose, c in self.counters.items():
+        for purpose, c in counters.items():
             out[purpose.value] = {
                 "calls": c.calls,
                 "prompt_tokens": c.prompt_tokens,
@@ -177,7 +216,7 @@ class Usage:
                 "errors": c.errors,
                 "retries": c.retries,
             }
-        out[Purpose.EMBED.value]["embedded_texts"] = self.embedded_texts
+        out[Purpose.EMBED.value]["embedded_texts"] = counters[Purpose.EMBED].embedded_texts
         return out
 
 
@@ -267,14 +306,8 @@ class GeminiClient:
             )
             self.usage.record(purpose, response.usage_metadata)
             self._raise_if_refused(purpose, response, final=True)
-            text = _strip_fences(_text_of(response))
-            try:
-                return schema.model_validate_json(text)
-            except pydantic.ValidationError as exc:
-                wrapped = _bare_list_as(schema, text)
-                if wrapped is not None:
-                    return wrapped
-                raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
+            # A long answer takes a while to read: a worker thread keeps the event loop (and heartbeats) free.
+            return await asyncio.to_thread(_read_answer, schema, _text_of(response))
 
         return await self._with_retries(purpose, attempt)
 
@@ -321,14 +354,14 @@ class GeminiClient:
                 # normalised) is what output_dimensionality gives, so an endpoint that ignores it still works.
                 values = values[: self.embedding_dimensions]
                 if len(values) != self.embedding_dimensions:
-                    self.usage.counters[Purpose.EMBED].errors += 1
+                    self.usage.add(Purpose.EMBED, errors=1)
                     raise GeminiError(
                         f"Gemini returned a {len(values)}-dimensional embedding from {self.embedding_model!r}; "
                         f"EMBEDDING_DIMENSIONS is {self.embedding_dimensions}",
                         purpose=Purpose.EMBED,
                     )
                 vectors.append(_normalised(values))
-            self.usage.embedded_texts += len(chunk)
+            self.usage.add(Purpose.EMBED, embedded_texts=len(chunk))
         return vectors
 
     # ---- chat -------------------------------------------------------------------------------------------
@@ -350,7 +383,6 @@ class GeminiClient:
             http_options=self._stream_http_options,
             tools=[_tool(tools)] if tools else None,
         )
-        counters = self.usage.counters[Purpose.CHAT]
         attempt = 0
         while True:
             yielded = False
@@ -372,7 +404,7 @@ class GeminiClient:
                             break
                         if not answered:
                             answered = True
-                            counters.calls += 1
+                            self.usage.add(Purpose.CHAT, calls=1)
                         metadata = chunk.usage_metadata or metadata
                         saw_candidate = saw_candidate or bool(chunk.candidates)
                         self._raise_if_refused(Purpose.CHAT, chunk, final=False)
@@ -392,17 +424,22 @@ class GeminiClient:
                         with contextlib.suppress(Exception):
                             await stream.aclose()
             except GeminiRefusal:
-                counters.errors += 1
+                self.usage.add(Purpose.CHAT, errors=1)
                 raise
             except Exception as exc:
                 error = self._classify(Purpose.CHAT, exc)
                 if error is None:
                     raise
                 if yielded or not error.retryable or attempt >= self.max_retries:
-                    counters.errors += 1
-                    if yielded:
+                    self.usage.add(Purpose.CHAT, errors=1)
+                    if yielded:  # it was reached: the stream itself broke (a dropped connection, a stall)
+                        cause = (
+                            str(error)
+                            if isinstance(exc, GeminiError | TimeoutError | genai_errors.APIError)
+                            else f"{type(exc).__name__}: {exc}"
+                        )
                         error = GeminiError(
-                            f"{error} (the reply broke off midway)",
+                            self._scrub(f"Gemini's reply stream broke off midway ({cause})"),
                             purpose=Purpose.CHAT,
                             status=error.status,
                             retryable=error.retryable,
@@ -423,21 +460,20 @@ class GeminiClient:
 
     async def _with_retries(self, purpose: Purpose, attempt: Callable[[], Awaitable[R]]) -> R:
         """Run `attempt` under the per-attempt deadline, retrying transient failures within the budget."""
-        counters = self.usage.counters[purpose]
         tries = 0
         while True:
             try:
                 async with self._deadline():
                     return await attempt()
             except GeminiRefusal:
-                counters.errors += 1
+                self.usage.add(purpose, errors=1)
                 raise
             except Exception as exc:
                 error = self._classify(purpose, exc)
                 if error is None:
                     raise
                 if not error.retryable or tries >= self.max_retries:
-                    counters.errors += 1
+                    self.usage.add(purpose, errors=1)
                     raise self._final(error, tries) from exc
                 await self._pause_before_retry(purpose, error, exc, tries)
                 tries += 1
@@ -455,7 +491,7 @@ class GeminiClient:
             delay = min(hint, self.backoff_max_seconds * 2)
         else:
             delay = random.uniform(0, min(self.backoff_max_seconds, self.backoff_base_seconds * 2**tries))
-        self.usage.counters[purpose].retries += 1
+        self.usage.add(purpose, retries=1)
         log.warning(
             "Gemini %s request failed (status %s): %s; retry %d/%d in %.2fs%s",
             purpose.value,
@@ -520,8 +556,12 @@ class GeminiClient:
         )
         reasons = {d.get("reason") for d in _error_details(exc) if isinstance(d, dict)}
         if status in (401, 403) or "API_KEY_INVALID" in reasons:
-            text = f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]"
-        elif status == 404:
+            return GeminiKeyRejected(
+                f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]",
+                purpose=purpose,
+                status=status,
+            )
+        if status == 404:
             text = f"Gemini does not know model {model!r} or this endpoint [{detail}]"
         elif status == 429:
             text = f"Gemini rate limit or quota exhausted [{detail}]"
@@ -609,6 +649,18 @@ def _text_of(response: types.GenerateContentResponse) -> str:
     if content is None or not content.parts:
         return ""
     return "".join(p.text for p in content.parts if p.text and not p.thought)
+
+
+def _read_answer(schema: type[T], answer: str) -> T:
+    """The answer's JSON validated against `schema`, leniently (see `_strip_fences`, `_bare_list_as`)."""
+    text = _strip_fences(answer)
+    try:
+        return schema.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        wrapped = _bare_list_as(schema, text)
+        if wrapped is not None:
+            return wrapped
+        raise _OffSchemaAnswer(_describe_invalid(schema, text, exc)) from exc
 
 
 def _describe_invalid(schema: type[pydantic.BaseModel], text: str, exc: pydantic.ValidationError) -> str:

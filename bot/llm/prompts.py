@@ -94,12 +94,18 @@ class ExtractedFact(_Lenient):
 
 
 class ExtractionResult(BaseModel):
-    facts: list[ExtractedFact] = Field(default_factory=list)
+    """Required `facts`: an answer without the list (`{}`, an error object, another wrapping) is off the
+    schema, not "nothing durable", or a chunk would be consumed without anyone being told."""
+
+    facts: list[ExtractedFact]
 
     @field_validator("facts", mode="before")
     @classmethod
     def _fitting_facts(cls, value: Any) -> Any:
-        return valid_items(value, ExtractedFact)
+        kept = valid_items(value, ExtractedFact)
+        if isinstance(value, list) and value and not kept:
+            raise ValueError("none of its facts fits the schema")
+        return kept
 
 
 class ConsolidationDecision(_Lenient):

@@ -18,12 +18,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.memory.db import row_errors
 from bot.memory.models import BufferedMessage
 from bot.memory.store import AsyncStore, Store
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_DELAY_SECONDS = 600.0
+ROW_ERRORS = row_errors()  # what a value SQLite cannot take raises, unlike a locked or full database
 
 
 @dataclass(frozen=True)
@@ -167,27 +169,48 @@ class CaptureBuffer:
             self._written.set()
 
     async def _write(self, ops: list[_Op]) -> int:
-        """Apply a run of operations in order, consecutive adds in one transaction; returns how many committed.
+        """Apply a run of operations in order, consecutive adds in one transaction; returns how many are done.
 
-        On a failure it stops there and logs it; the caller queues the rest again.
+        A failure of the database itself (locked, full, closed) stops there and is logged; the caller queues
+        the rest again. A failure caused by the data (text SQLite cannot store) is found by writing that run
+        one operation at a time, and the operation at fault is dropped with a log line: no single input may
+        stop capture for everyone.
         """
         done = 0
-        try:
-            for index, op in enumerate(ops):
-                if op.kind == "add" and op.message is not None:
-                    continue  # gathered into the run of adds written before the next other operation
-                await self._write_adds(ops[done:index])
-                done = index
-                if op.kind == "edit":
-                    await self.store.call(Store.update_pending_message, op.message_id, op.content)
-                else:
-                    await self.store.call(Store.delete_pending_messages, [op.message_id])
-                done = index + 1
-            await self._write_adds(ops[done:])
-            return len(ops)
-        except Exception:
-            log.exception("writing %d captured operations failed; retrying", len(ops) - done)
-            return done
+        alone_until = 0  # operations before this index are written one at a time
+        while done < len(ops):
+            end = done + 1
+            if done >= alone_until and ops[done].kind == "add":
+                while end < len(ops) and ops[end].kind == "add":
+                    end += 1
+            try:
+                await self._apply(ops[done:end])
+            except ROW_ERRORS as exc:
+                if end - done > 1:
+                    alone_until = end
+                    continue
+                op = ops[done]
+                log.error(
+                    "captured %s of message %s cannot be written (%s: %s); dropped so capture goes on",
+                    op.kind,
+                    op.message.message_id if op.message is not None else op.message_id,
+                    type(exc).__name__,
+                    exc,
+                )
+            except Exception:
+                log.exception("writing %d captured operations failed; retrying", len(ops) - done)
+                return done
+            done = end
+        return len(ops)
+
+    async def _apply(self, ops: list[_Op]) -> None:
+        """One transaction: a run of adds, or a single edit or deletion."""
+        if ops[0].kind == "add":
+            await self._write_adds(ops)
+        elif ops[0].kind == "edit":
+            await self.store.call(Store.update_pending_message, ops[0].message_id, ops[0].content)
+        else:
+            await self.store.call(Store.delete_pending_messages, [ops[0].message_id])
 
     async def _write_adds(self, ops: list[_Op]) -> None:
         adds = [(op.message, op.at) for op in ops if op.message is not None and self.accept(op.message)]

@@ -120,7 +120,7 @@ class Consolidator:
             for fact, vector in zip(facts, vectors, strict=False):
                 fact.embedding = vector
             refreshed = [(fid, vector) for (fid, _), vector in zip(stale, vectors[len(facts) :], strict=True)]
-            facts = self._dedupe_close(facts)
+            facts = await asyncio.to_thread(self._dedupe_close, facts)  # pairwise: keep it off the loop
         async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
             operations, pending = await self._triage(facts)
             if pending:
@@ -148,20 +148,25 @@ class Consolidator:
         return list(kept.values())
 
     def _dedupe_close(self, facts: list[NewFact]) -> list[NewFact]:
-        """Near-identical new facts of one person in the same flush collapse into the first."""
+        """Near-identical new facts of one person in the same flush collapse into the first.
+
+        Pairwise within each person, so it runs on a worker thread (extraction caps the count).
+        """
         kept: list[NewFact] = []
+        by_person: dict[tuple[str, str], list[NewFact]] = {}
         for fact in facts:
+            own = by_person.setdefault((fact.scope, fact.user_id), [])
             twin = next(
                 (
                     k
-                    for k in kept
-                    if (k.scope, k.user_id) == (fact.scope, fact.user_id)
-                    and cosine_distance(k.embedding or [], fact.embedding or []) <= self.duplicate_distance
+                    for k in own
+                    if cosine_distance(k.embedding or [], fact.embedding or []) <= self.duplicate_distance
                 ),
                 None,
             )
             if twin is None:
                 kept.append(fact)
+                own.append(fact)
             else:
                 twin.source_message_ids = sorted({*twin.source_message_ids, *fact.source_message_ids})
         return kept

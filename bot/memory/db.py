@@ -34,13 +34,30 @@ def _driver() -> ModuleType:
         ) from None
 
 
-def sqlite_errors() -> tuple[type[Exception], ...]:
-    """The error base classes of the SQLite drivers in use, for callers that report any database failure."""
-    errors: list[type[Exception]] = [sqlite3.Error]
+def _drivers() -> list[ModuleType]:
+    """The SQLite modules whose errors may reach callers: the standard one, and sqlean when installed."""
+    drivers: list[ModuleType] = [sqlite3]
     with contextlib.suppress(ImportError):
         import sqlean
 
-        errors.append(sqlean.Error)
+        drivers.append(sqlean)
+    return drivers
+
+
+def sqlite_errors() -> tuple[type[Exception], ...]:
+    """The error base classes of the SQLite drivers in use, for callers that report any database failure."""
+    return tuple(driver.Error for driver in _drivers())
+
+
+def row_errors() -> tuple[type[Exception], ...]:
+    """Errors a statement raises because of the values it was given, not because of the database.
+
+    Text with a lone surrogate (UnicodeEncodeError), an integer too large, a value of a type SQLite cannot
+    bind, a constraint the row breaks: writing the same row again fails the same way.
+    """
+    errors: list[type[Exception]] = [ValueError, TypeError, OverflowError]
+    for driver in _drivers():
+        errors += [driver.IntegrityError, driver.DataError, driver.InterfaceError]
     return tuple(errors)
 
 

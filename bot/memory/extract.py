@@ -10,6 +10,7 @@ finances, contact data ...) are never kept from ordinary chat: only when their o
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from datetime import date, datetime
 from typing import Protocol, TypeVar
 
@@ -30,6 +31,10 @@ from bot.memory.text import clean, strip_background_blocks, worth_reading
 log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 500
+# A chunk is at most 50 messages by default; an answer with thousands of facts is a model run away, and
+# everything after extraction (embedding, de-duplication, candidates) grows with the number of facts.
+MAX_FACTS_PER_SPEAKER = 40
+MAX_FACTS_PER_CHUNK = 100
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -99,12 +104,17 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
             own_messages.setdefault(m.author_id, []).append(m.message_id)
     accepted: list[NewFact] = []
     seen: set[tuple[str, str]] = set()
+    per_speaker: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
     for item in result.facts:
         user_id = item.user_id.strip()
-        text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
         if user_id not in humans:
             log.info("refused an extracted fact about %r: not a human speaker of this chunk", user_id)
             continue
+        if per_speaker[user_id] >= MAX_FACTS_PER_SPEAKER or len(accepted) >= MAX_FACTS_PER_CHUNK:
+            dropped[user_id] += 1
+            continue
+        text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
         if not worth_reading(text) or (user_id, text.casefold()) in seen:
             continue
         if item.sensitive:  # kept only when the person asks for it (remember), never from chat
@@ -116,6 +126,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
             log.info("refused an extracted fact about %r: its sources are not their messages", user_id)
             continue
         seen.add((user_id, text.casefold()))
+        per_speaker[user_id] += 1
         accepted.append(
             NewFact(
                 scope=scope,
@@ -125,6 +136,16 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
                 source_message_ids=sources or list(own_messages[user_id]),
                 valid_from=_valid_date(item.valid_from),
             )
+        )
+    if dropped:
+        log.warning(
+            "extraction answered too many facts: dropped %d of %d past the caps of %d per speaker and %d "
+            "per chunk (%s)",
+            dropped.total(),
+            len(result.facts),
+            MAX_FACTS_PER_SPEAKER,
+            MAX_FACTS_PER_CHUNK,
+            ", ".join(f"{humans[uid]}: {count}" for uid, count in dropped.items()),
         )
     return accepted
 

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.config import Settings
-from bot.llm.gemini import Embedder, GeminiBadAnswer, GeminiClient, GeminiError, GeminiRefusal
+from bot.llm.gemini import (
+    Embedder,
+    GeminiBadAnswer,
+    GeminiClient,
+    GeminiError,
+    GeminiKeyRejected,
+    GeminiRefusal,
+    usage_scope,
+)
 from bot.memory.capture import CaptureBuffer, FlushPolicy
 from bot.memory.consolidate import Consolidator
 from bot.memory.extract import MAX_FACT_CHARS, JsonModel, extract_facts, remembered_facts
@@ -34,7 +42,7 @@ from bot.memory.models import (
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.store import AsyncStore, Store
-from bot.memory.text import clean, starts_with_marker, worth_reading
+from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +73,13 @@ class MemoryService:
         embedder: Embedder,
         settings: Settings,
         *,
-        usage: Callable[[], dict[str, Any]] | None = None,
+        usage: Callable[[str | None], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
         self.embedder = embedder
         self.settings = settings
-        self._usage = usage or dict
+        self._usage = usage or (lambda scope: {})
         self.consolidator = Consolidator(
             store,
             llm,
@@ -134,7 +142,7 @@ class MemoryService:
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
-            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage()))
+            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage(None)))
         await self.store.close()
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:
@@ -195,9 +203,9 @@ class MemoryService:
         if self.no_memory(message.content) or not worth_reading(message.content):
             return False
         parent = message.parent_channel_id if parent_channel_id is None else str(parent_channel_id)
-        content = clean(message.content)
-        if content != message.content or parent != message.parent_channel_id:  # the hot path copies nothing
-            message = replace(message, content=content, parent_channel_id=parent)
+        content, name = clean(message.content), clean(message.author_name, MAX_NAME_CHARS)
+        if (content, name, parent) != (message.content, message.author_name, message.parent_channel_id):
+            message = replace(message, content=content, author_name=name, parent_channel_id=parent)
         self.capture_buffer.submit(message)
         return True
 
@@ -275,14 +283,15 @@ class MemoryService:
             await self.store.call(Store.delete_pending_messages, ids)
             return 0
         try:
-            facts, refused = await self._extract(chunk)
-            names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
-            changes = await self.consolidator.run(
-                facts,
-                consumed_message_ids=ids,
-                user_names=names,
-                read_texts={m.message_id: m.content for m in chunk},
-            )
+            with usage_scope(scope):  # what this costs shows in the server's own /memory-admin stats
+                facts, refused = await self._extract(chunk)
+                names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
+                changes = await self.consolidator.run(
+                    facts,
+                    consumed_message_ids=ids,
+                    user_names=names,
+                    read_texts={m.message_id: m.content for m in chunk},
+                )
         except GeminiError as exc:
             if isinstance(exc, GeminiBadAnswer):  # counted apart from outages, which never cost messages
                 if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
@@ -299,7 +308,12 @@ class MemoryService:
                 MemoryEvent(
                     "gemini_error",
                     scope,
-                    {"purpose": str(exc.purpose), "error": str(exc), "pending": len(ids)},
+                    {
+                        "purpose": str(exc.purpose),
+                        "error": str(exc),
+                        "pending": len(ids),
+                        "key_rejected": isinstance(exc, GeminiKeyRejected),
+                    },
                 )
             )
             raise
@@ -529,7 +543,7 @@ class MemoryService:
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Store.stats, scope)
         stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
-        stats["gemini"] = self._usage()
+        stats["gemini"] = self._usage(scope)
         stats["recall_latency_ms"] = self.recall_latency_ms()
         return stats
 

@@ -339,7 +339,13 @@ class Store:
         return _Transaction(self.conn)
 
     def health(self) -> dict[str, Any]:
-        """What `check` reports: versions, schema, FTS5 and the embedding recorded."""
+        """What `check` reports: versions, schema, FTS5 and the embedding recorded.
+
+        `PRAGMA quick_check` first: a damaged file opens and answers simple queries, then fails later.
+        """
+        problems = [row[0] for row in self.conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise DatabaseError(f"the database is damaged ({problems[0]}); restore it from a backup")
         vec_version, sqlite_version = self.conn.execute("SELECT vec_version(), sqlite_version()").fetchone()
         self.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'probe'").fetchone()
         model, dims = self.embedding_meta()

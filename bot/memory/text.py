@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 
 MAX_MESSAGE_CHARS = 4000
+MAX_NAME_CHARS = 100  # Discord's names are at most 32 characters; this only bounds odd input
 _BACKGROUND_BLOCK = re.compile(r"<background_facts\b.*?(?:</background_facts\s*>|\Z)", re.S | re.I)
-_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+# Zero-width and invisible format characters, bidirectional embeddings, overrides and isolates.
+_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# Characters that show as nothing on Discord (fillers and blank glyphs), for telling a blank reply.
+_BLANK_GLYPHS = re.compile("[\u00ad\u034f\u115f\u1160\u180e\u2800\u3164\uffa0]")
 # Characters XML 1.0 cannot carry at all (C0 controls but tab/newline/CR, surrogates, U+FFFE/FFFF).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _MENTION = r"<(?:@[!&]?|#)\d+>"  # a user, role or channel, as Discord writes it in a message
@@ -21,6 +25,11 @@ def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     text = _NOT_XML.sub("", text)
     text = _ZERO_WIDTH.sub("", text)
     return text.strip()[:limit]
+
+
+def looks_blank(text: str) -> bool:
+    """Whether a text would show as an empty message: only whitespace, zero-width and blank characters."""
+    return not _BLANK_GLYPHS.sub("", _ZERO_WIDTH.sub("", text)).strip()
 
 
 def starts_with_marker(text: str, marker: str) -> bool:

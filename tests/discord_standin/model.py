@@ -200,6 +200,7 @@ class Guild:
     thread_id: int | None = None
     roles: list[dict[str, Any]] = field(default_factory=list)
     members: dict[int, Member] = field(default_factory=dict)
+    offline_members: int = 0  # counted in member_count but not sent: a "large" guild, as Discord sends one
 
     @property
     def everyone_role_id(self) -> int:

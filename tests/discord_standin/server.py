@@ -171,6 +171,7 @@ class DiscordStandIn:
         self.errors: list[str] = []
         self.synced_commands: dict[int | None, list[dict[str, Any]]] = {}
         self.identify_payloads: list[dict[str, Any]] = []
+        self.member_requests: list[dict[str, Any]] = []  # REQUEST_GUILD_MEMBERS (op 8) payloads
         self.gateway_received: list[dict[str, Any]] = []
         self.presence: dict[str, Any] | None = None
         self.interactions: dict[int, InteractionRecord] = {}
@@ -257,11 +258,13 @@ class DiscordStandIn:
         channels: Sequence[str] = ("general", "random", "bot-log"),
         with_thread: bool = True,
         owner: dict[str, Any] | None = None,
+        offline_members: int = 0,
     ) -> Guild:
         """Add a guild with text channels, a public thread in the first one, roles and the bot as a member.
 
         The owner is `owner` or a new user named "<name>-owner". Added after the bot connected, the guild
-        is sent as GUILD_CREATE."""
+        is sent as GUILD_CREATE. `offline_members` makes it a large guild whose GUILD_CREATE lacks that
+        many members, which a client must request (op 8) if it wants the whole list."""
         guild_id = self._snowflake()
         if owner is None:
             owner = self._new_user(f"{name}-owner")
@@ -273,6 +276,7 @@ class DiscordStandIn:
             owner_id=owner_id,
             admin_role_id=self._snowflake(),
             bot_role_id=self._snowflake(),
+            offline_members=offline_members,
         )
         guild.roles = [
             role_payload(guild_id, "@everyone", EVERYONE_PERMISSIONS, position=0),
@@ -1114,9 +1118,9 @@ class DiscordStandIn:
             "nsfw_level": 0,
             "premium_progress_bar_enabled": False,
             "joined_at": guild.members[self.bot_id].joined_at,
-            "large": False,
+            "large": guild.offline_members > 0,
             "unavailable": False,
-            "member_count": len(guild.members),
+            "member_count": len(guild.members) + guild.offline_members,
             "voice_states": [],
             "members": [m.payload(self.users[m.user_id]) for m in members],
             "channels": channels,
@@ -1181,6 +1185,7 @@ class DiscordStandIn:
         elif op == 3:
             self.presence = d
         elif op == 8 and session is not None:
+            self.member_requests.append(d or {})
             await self._send_member_chunk(session, d or {})
         elif session is None and op not in (1, 2, 6):
             await conn.close(4003, "Not authenticated.")
