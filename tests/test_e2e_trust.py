@@ -300,3 +300,39 @@ async def test_memory_export_hands_a_person_their_facts_and_no_one_elses(tmp_pat
         assert by_text["bob lives in Oslo"]["status"] == "invalidated"
         assert by_text["bob lives in Bergen"]["sources"][0]["channel_id"] == str(w.general)
         assert "Lisbon" not in file["data"].decode()
+
+
+async def test_in_dms_telling_forgetting_and_consent_work_and_dm_facts_never_reach_a_server(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        dm = w.discord.dm_channel_id(w.bob)
+        asked = await w.discord.send_dm(w.bob, "remember that I have diabetes. I am a night owl")
+        confirmation = await bot_reply_to(w, dm, asked)
+        facts = {f.text: f for f in await w.facts("dm", w.bob)}
+        assert set(facts) == {"bob has diabetes", "bob is a night owl"}
+        assert (
+            facts["bob has diabetes"].sensitive
+            and f"#{facts['bob has diabetes'].id}" in confirmation["content"]
+        )
+        assert facts["bob is a night owl"].sources[0].origin.channel_id == str(dm)  # type: ignore[union-attr]
+
+        before = len(w.brain.chat_requests)
+        in_dm = await w.discord.send_dm(w.bob, "what do you know about me? diabetes, night owl")
+        await bot_reply_to(w, dm, in_dm)
+        assert len(w.brain.chat_requests) == before + 1
+        private = system_text(w.brain.chat_requests[-1])
+        assert "bob has diabetes" in private and "bob is a night owl" in private
+
+        public = await ask(w, w.general, w.bob, "what do you know about me? diabetes, night owl")
+        assert "<background_facts>" not in public  # nothing learned in a DM serves a server
+
+        forget = await w.discord.send_dm(w.bob, "forget that I am a night owl")
+        offer = await bot_reply_to(w, dm, forget)
+        review = await w.discord.click_button(w.bob, int(offer["id"]), "forgetwords:review")
+        shown = (await review.wait_response())["data"]
+        assert "bob is a night owl" in shown["content"]
+        await (
+            await w.discord.click_button(w.bob, int(review.original_message_id), "forget:confirm")
+        ).wait_response()
+        assert [f.text for f in await w.facts("dm", w.bob)] == ["bob has diabetes"]
