@@ -4,6 +4,7 @@ permission changes, DMs), through the real discord.py and google-genai against t
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,11 @@ async def test_remember_in_words_is_in_facts_at_once_and_confirmed_with_its_id(t
             w.general, w.alice, "please remember that I'm vegetarian", mention_bot=True
         )
         reply = await bot_reply_to(w, w.general, asked)
-        [fact] = await w.facts(scope, w.alice)  # stored before the reply was sent: no flush needed
+        replied_at = time.monotonic()
+        _, listing = await facts_command(w, w.alice)  # /facts shows it at once: no flush needed
+        assert time.monotonic() - replied_at < 1.0
+        assert "alice is vegetarian" in listing["content"]
+        [fact] = await w.facts(scope, w.alice)
         assert fact.text == "alice is vegetarian"
         assert reply["content"].startswith(f"I'll remember that: #{fact.id}: alice is vegetarian")
         [source] = fact.sources
