@@ -1,11 +1,20 @@
-"""Splitting a long answer into Discord messages without breaking paragraphs or code fences."""
+"""Discord text: people's names as the bot writes them, and splitting a long answer into messages
+without breaking paragraphs or code fences."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from bot.memory.text import clean
 
 DISCORD_LIMIT = 2000
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$", re.M)
+
+
+def speaker_name(user: Any) -> str:
+    """A member's display name (or user name), cleaned like message text: names reach prompts and files."""
+    return clean(getattr(user, "display_name", None) or user.name) or str(user.id)
 
 
 def _open_fence(text: str) -> tuple[str, str] | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
 from tests.discord_standin.model import VIEW_CHANNEL, overwrite
 from tests.e2e import World, world
@@ -196,7 +197,7 @@ async def test_forget_in_words_asks_privately_and_forgets_only_after_confirming(
         assert len(await w.facts(scope, w.bob)) == 2
         # Someone else cannot press it.
         other = await w.discord.click_button(w.alice, int(reply["id"]), "forgetwords:review")
-        assert "Only the person who asked" in (await other.wait_response())["data"]["content"]
+        assert (await other.wait_response())["data"]["content"] == NOT_YOURS
         review = await w.discord.click_button(w.bob, int(reply["id"]), "forgetwords:review")
         shown = (await review.wait_response())["data"]
         assert shown["flags"] & 64 and "bob lives in Oslo" in shown["content"]

@@ -14,7 +14,7 @@ from discord.ext import commands
 
 from bot.client import MemoryBot
 from bot.cogs import telling
-from bot.discord_text import split_message
+from bot.discord_text import speaker_name, split_message
 from bot.llm.gemini import (
     ChatTool,
     ChatTurn,
@@ -49,10 +49,6 @@ COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and t
 
 def scope_of(message: discord.Message) -> str:
     return guild_scope(message.guild.id if message.guild else None)
-
-
-def speaker_name(user: discord.abc.User) -> str:
-    return getattr(user, "display_name", None) or user.name
 
 
 class Chat(commands.Cog):

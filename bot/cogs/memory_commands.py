@@ -20,6 +20,7 @@ from bot.adminlog import plural
 from bot.client import RESTARTING, MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
+from bot.discord_text import speaker_name
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Fact, Source, guild_id_of, guild_scope, is_discord_id, iso, utcnow
 from bot.memory.portable import fact_record
@@ -131,10 +132,6 @@ def readable_by(bot: MemoryBot, interaction: discord.Interaction) -> Callable[[F
     return lambda fact: not fact.sensitive and bot.audience.member_can_read(guild, member, fact)
 
 
-def speaker(user: discord.abc.User) -> str:
-    return getattr(user, "display_name", None) or user.name
-
-
 def display_name(user: discord.abc.User) -> str:
     """A name safe to put in bold text (markdown escaped; mentions never ping in our messages anyway)."""
     return discord.utils.escape_markdown(getattr(user, "display_name", None) or user.name)
@@ -143,13 +140,12 @@ def display_name(user: discord.abc.User) -> str:
 # ---- views ---------------------------------------------------------------------------------------------------
 
 
-class OwnedView(discord.ui.View):
-    """Buttons only the person who ran the command may press; on timeout they are disabled."""
+class OwnerOnlyView(discord.ui.View):
+    """Controls only one person may use; anyone else is told so privately."""
 
-    def __init__(self, origin: discord.Interaction, *, timeout: float) -> None:
+    def __init__(self, owner_id: int, *, timeout: float) -> None:
         super().__init__(timeout=timeout)
-        self.origin = origin
-        self.owner_id = origin.user.id
+        self.owner_id = owner_id
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
         if getattr(interaction.client, "shutting_down", False):  # the database may already be closed
@@ -162,6 +158,14 @@ class OwnedView(discord.ui.View):
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, item: Any, /) -> None:
         await report_error(interaction, error)
+
+
+class OwnedView(OwnerOnlyView):
+    """Buttons only the person who ran the command may press; on timeout they are disabled."""
+
+    def __init__(self, origin: discord.Interaction, *, timeout: float) -> None:
+        super().__init__(origin.user.id, timeout=timeout)
+        self.origin = origin
 
     async def edit_origin(self, **changes: Any) -> None:
         """Edit the message this view was sent with (through the command's token, valid for 15 minutes)."""
@@ -314,7 +318,7 @@ class CorrectFact(discord.ui.Modal, title="Correct a fact"):
 
     async def on_submit(self, interaction: discord.Interaction, /) -> None:
         async def correct() -> Reply:
-            name = getattr(interaction.user, "display_name", None) or interaction.user.name
+            name = speaker_name(interaction.user)
             try:
                 fixed = await self.memory.correct_fact(
                     self.fact.scope, str(interaction.user.id), name, self.fact.id, self.text.value
@@ -569,7 +573,7 @@ class MemoryCommands(commands.Cog, name="memory"):
             "scope": scope,
             "user_id": user_id,
             "exported_at": iso(utcnow()),
-            "facts": [fact_record(f, speaker(interaction.user)) for f in facts],
+            "facts": [fact_record(f, speaker_name(interaction.user)) for f in facts],
         }
         data = json.dumps(document, ensure_ascii=False, indent=1).encode()
         await interaction.followup.send(

@@ -18,8 +18,8 @@ from discord.ext import commands
 from bot.adminlog import plural
 from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
-from bot.cogs.errors import report_error
-from bot.cogs.memory_commands import ConfirmView, forgot_text
+from bot.cogs.memory_commands import ConfirmView, OwnerOnlyView, forgot_text
+from bot.discord_text import speaker_name
 from bot.memory.models import Decision, Fact, Origin, guild_scope
 from bot.memory.service import MemoryService
 
@@ -37,7 +37,6 @@ NOTHING_MATCHES = (
     "I don't have anything like that about you here. /facts shows what I remember, and /forget "
     "removes any of it."
 )
-NOT_YOURS = "Only the person who asked can use this."
 
 
 def origin_of(channel: Any) -> Origin:
@@ -84,7 +83,7 @@ async def remember(
     refused = refusal(memory, user.id, guild_id, channel)
     if refused is not None:
         return refused
-    name = getattr(user, "display_name", None) or user.name
+    name = speaker_name(user)
     results = await memory.remember_now(
         guild_scope(guild_id), str(user.id), name, text, message_id=str(source_id), origin=origin_of(channel)
     )
@@ -105,26 +104,16 @@ def facts_list(facts: list[Fact]) -> str:
     return "\n".join(f"#{f.id} · {f.text}" for f in facts)
 
 
-class ForgetRequest(discord.ui.View):
+class ForgetRequest(OwnerOnlyView):
     """On a reply to "forget that ...": a button that shows its author, privately, what would be
     forgotten, with Confirm/Cancel. Nothing is forgotten before they confirm."""
 
     def __init__(self, memory: MemoryService, *, scope: str, owner_id: int, facts: list[Fact]) -> None:
-        super().__init__(timeout=REVIEW_TIMEOUT_SECONDS)
+        super().__init__(owner_id, timeout=REVIEW_TIMEOUT_SECONDS)
         self.memory = memory
         self.scope = scope
-        self.owner_id = owner_id
         self.facts = facts
         self.message: discord.Message | None = None
-
-    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        if interaction.user.id == self.owner_id:
-            return True
-        await interaction.response.send_message(NOT_YOURS, ephemeral=True)
-        return False
-
-    async def on_error(self, interaction: discord.Interaction, error: Exception, item: Any, /) -> None:
-        await report_error(interaction, error)
 
     async def on_timeout(self) -> None:
         if self.message is not None:
