@@ -23,6 +23,7 @@ from typing import Any
 
 from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
 from bot.memory.models import BufferedMessage, iso
+from tests.fake_brain import read_chunk
 
 SCOPE = "guild:424242"
 CHANNELS = ("1001", "1002", "1003")
@@ -230,9 +231,7 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
         for sentence in _SENTENCE.findall(message["text"]):
             fact = fact_of(message["author"], sentence)
             if fact:
-                facts.append(
-                    {"user_id": message["author_id"], "text": fact, "source_message_ids": [message["id"]]}
-                )
+                facts.append({"speaker": message["author"], "text": fact, "sources": [message["id"]]})
     return {"facts": facts}
 
 
@@ -292,7 +291,7 @@ def brain(body: dict[str, Any]) -> str:
     """The stand-in's generate_handler for the memory tasks (chat requests get a short reply)."""
     purpose = purpose_of("generate", body)
     if purpose == "extract":
-        return json.dumps(extract(json.loads(_prompt(body))))
+        return json.dumps(extract(read_chunk(_prompt(body))))
     if purpose == "consolidate":
         return json.dumps(consolidate(json.loads(_prompt(body))))
     return "Nice!"

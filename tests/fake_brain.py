@@ -54,6 +54,25 @@ def sentence_fact(name: str, sentence: str) -> str | None:
     return None
 
 
+_LINE = re.compile(r"^(m\d+) (\d\d:\d\d) (.+?): (.*)$")
+
+
+def read_chunk(prompt: str) -> dict[str, Any]:
+    """An extraction prompt read back: the speakers as listed, and each message's local id, time,
+    speaker name, whether it is the bot's, and text (as a model reads the compact transcript)."""
+    speakers: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for line in prompt.splitlines():
+        if line.startswith("Speakers: "):
+            speakers = [s for s in line[len("Speakers: ") :].split(", ") if not s.startswith("BOT")]
+        elif match := _LINE.match(line):
+            local, time, author, text = match.groups()
+            messages.append(
+                {"id": local, "time": time, "author": author, "bot": author == "BOT", "text": text}
+            )
+    return {"speakers": speakers, "messages": messages}
+
+
 def extract(payload: dict[str, Any]) -> dict[str, Any]:
     facts = []
     for message in payload["messages"]:
@@ -64,9 +83,9 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
             if fact:
                 facts.append(
                     {
-                        "user_id": message["author_id"],
+                        "speaker": message["author"],
                         "text": fact,
-                        "source_message_ids": [message["id"]],
+                        "sources": [message["id"]],
                         "sensitive": bool(_SENSITIVE.search(fact)),
                     }
                 )
@@ -130,7 +149,7 @@ class FakeBrain:
     def __call__(self, body: dict[str, Any]) -> str | list[dict[str, Any]]:
         system = system_text(body)
         if system.startswith(EXTRACT_TASK):
-            return json.dumps(extract(json.loads(last_user_text(body))))
+            return json.dumps(extract(read_chunk(last_user_text(body))))
         if system.startswith(CONSOLIDATE_TASK):
             return json.dumps(consolidate(json.loads(last_user_text(body))))
         if system.startswith(REMEMBER_TASK):

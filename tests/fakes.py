@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from bot.llm.gemini import GeminiError, Purpose
+from tests.fake_brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
 DIMS = 8
@@ -68,7 +69,8 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class FakeLLM:
-    """Answers generate_json from per-purpose handlers that receive the decoded JSON prompt."""
+    """Answers generate_json from per-purpose handlers that receive the decoded prompt (JSON, or an
+    extraction's transcript as `fake_brain.read_chunk` reads it)."""
 
     def __init__(self, *, extract: Handler | None = None, consolidate: Handler | None = None) -> None:
         self.handlers: dict[Purpose, Handler] = {
@@ -79,7 +81,10 @@ class FakeLLM:
         self.fail_with: GeminiError | None = None
 
     async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
-        payload = json.loads(prompt)
+        try:
+            payload = json.loads(prompt)
+        except ValueError:  # an extraction's compact transcript
+            payload = read_chunk(prompt)
         self.calls.append((purpose, payload))
         if self.fail_with is not None:
             raise self.fail_with

@@ -27,11 +27,7 @@ def echo_extractor(payload: dict[str, Any]) -> dict[str, Any]:
     """One fact per human message: '<Name> said: <text>'."""
     return {
         "facts": [
-            {
-                "user_id": m["author_id"],
-                "text": f"{m['author']} said: {m['text']}",
-                "source_message_ids": [m["id"]],
-            }
+            {"speaker": m["author"], "text": f"{m['author']} said: {m['text']}", "sources": [m["id"]]}
             for m in payload["messages"]
             if not m["bot"]
         ]

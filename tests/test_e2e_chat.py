@@ -24,7 +24,7 @@ from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS
 from tests.discord_standin.model import thread_payload
 from tests.e2e import World, eventually, world
-from tests.fake_brain import last_user_text, system_text
+from tests.fake_brain import last_user_text, read_chunk, system_text
 
 pytestmark = pytest.mark.e2e
 
@@ -529,8 +529,8 @@ async def test_bidirectional_isolates_reach_neither_the_extraction_prompt_nor_st
     def extract_with_isolates(body: dict[str, Any]) -> str:
         if not system_text(body).startswith(EXTRACT_TASK):
             return w.brain(body)
-        author = json.loads(last_user_text(body))["human_speakers"][0]["user_id"]
-        return json.dumps({"facts": [{"user_id": author, "text": "alice lives in \u2067Lisbon\u2069"}]})
+        author = read_chunk(last_user_text(body))["speakers"][0]
+        return json.dumps({"facts": [{"speaker": author, "text": "alice lives in \u2067Lisbon\u2069"}]})
 
     async with world(tmp_path) as w:
         w.gemini.generate_handler = extract_with_isolates
@@ -571,11 +571,11 @@ async def test_a_huge_message_is_cut_and_the_whole_chat_prompt_stays_bounded(tmp
 
 def a_thousand_facts_each(body: dict[str, Any]) -> str:
     """An extraction answer of 3,000 distinct facts: a thousand for each of the chunk's speakers."""
-    speakers = json.loads(last_user_text(body))["human_speakers"]
+    speakers = read_chunk(last_user_text(body))["speakers"]
     return json.dumps(
         {
             "facts": [
-                {"user_id": s["user_id"], "text": f"{s['name']} knows word{i} and word{i * 7919 % 104729}"}
+                {"speaker": s, "text": f"{s} knows word{i} and word{i * 7919 % 104729}"}
                 for s in speakers
                 for i in range(1000)
             ]

@@ -486,7 +486,7 @@ async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
         + "\n```\nLet me know!"
     )
     extracted = await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=ExtractionResult)
-    assert [(f.user_id, f.text, f.source_message_ids) for f in extracted.facts] == [
+    assert [(f.speaker, f.text, f.sources) for f in extracted.facts] == [
         ("222", "Bob keeps two cats", ["111"]),
         ("333", "Carol rows", []),
     ]
@@ -564,7 +564,7 @@ async def test_a_bare_list_and_mention_shaped_ids_are_read_and_a_zero_embedding_
         [{"user_id": "<@222>", "text": "Bob keeps bees", "source_message_ids": ["1"]}]
     )
     result = await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=ExtractionResult)
-    assert [(f.user_id, f.text) for f in result.facts] == [("222", "Bob keeps bees")]
+    assert [(f.speaker, f.text) for f in result.facts] == [("222", "Bob keeps bees")]
     assert len(standin.requests) == 1
 
     standin.embed_handler = lambda text, task, dims: [0.0] * (dims or DIMS)

@@ -303,7 +303,7 @@ async def test_facts_about_non_participants_and_from_the_bot_are_refused(
         ("Carol knits", ("m3",))
     ]
     [(_, payload)] = [c for c in llm.calls if c[0] is Purpose.EXTRACT]
-    assert [p["user_id"] for p in payload["human_speakers"]] == ["alice", "bob", "carol"]
+    assert payload["speakers"] == ["Alice", "Bob", "Carol"]
     assert [m["bot"] for m in payload["messages"]] == [False, False, False, True]
     assert "spy" not in str(payload) and "background_facts" not in str(payload)
 

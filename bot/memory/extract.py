@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol, TypeVar
 
@@ -25,8 +26,8 @@ from bot.llm.prompts import (
     extraction_prompt,
     remember_prompt,
 )
-from bot.memory.models import BufferedMessage, NewFact, Origin, iso, utcnow
-from bot.memory.text import clean, strip_background_blocks, worth_reading
+from bot.memory.models import BufferedMessage, NewFact, Origin, utcnow
+from bot.memory.text import clean, content_words, fold, strip_background_blocks, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -53,27 +54,65 @@ def _valid_date(value: str | None) -> str | None:
         return None
 
 
-def chunk_payload(chunk: list[BufferedMessage]) -> tuple[list[dict[str, object]], list[dict[str, str]]]:
-    """Messages and human speakers as the model sees them: background blocks stripped, text cleaned."""
-    messages: list[dict[str, object]] = []
-    speakers: dict[str, str] = {}
+BOT_HANDLE = "BOT"
+
+
+@dataclass
+class ChunkView:
+    """The chunk as the model reads it, and the way back from its short names to Discord ids."""
+
+    prompt: str
+    handles: dict[str, str]  # user id -> the speaker's name as listed (unique within the chunk)
+    local_ids: dict[str, str]  # m1, m2 ... -> message id
+
+
+def _speaker_handles(chunk: list[BufferedMessage]) -> dict[str, str]:
+    """Each human speaker's name, one line's worth, made unique ("alex", "alex (2)") and never "BOT"."""
+    handles: dict[str, str] = {}
+    taken: set[str] = {BOT_HANDLE.casefold()}
+    for m in chunk:
+        if m.is_bot or m.author_id in handles:
+            continue
+        base = " ".join(clean(m.author_name).replace(":", " ").split()) or "someone"
+        handle, n = base, 1
+        while handle.casefold() in taken:
+            n += 1
+            handle = f"{base} ({n})"
+        taken.add(handle.casefold())
+        handles[m.author_id] = handle
+    return handles
+
+
+def render_chunk(chunk: list[BufferedMessage], now: datetime) -> ChunkView:
+    """One line per message, 'm3 14:02 alice: text', times to the minute, a date line when the day
+    changes; background blocks stripped and text cleaned, line breaks shown as ' / '."""
+    handles = _speaker_handles(chunk)
+    local_ids: dict[str, str] = {}
+    lines: list[str] = []
+    day = ""
     for m in chunk:
         text = clean(strip_background_blocks(m.content))
         if not text:
             continue
-        messages.append(
-            {
-                "id": m.message_id,
-                "author_id": m.author_id,
-                "author": m.author_name,
-                "time": m.created_at,
-                "bot": m.is_bot,
-                "text": text,
-            }
-        )
-        if not m.is_bot:
-            speakers[m.author_id] = m.author_name
-    return messages, [{"user_id": uid, "name": name} for uid, name in speakers.items()]
+        local = f"m{len(local_ids) + 1}"
+        local_ids[local] = m.message_id
+        when = _minute(m.created_at)
+        if when[:10] != day:
+            day = when[:10]
+            lines.append(f"-- {day} --")
+        speaker = BOT_HANDLE if m.is_bot else handles[m.author_id]
+        lines.append(f"{local} {when[11:]} {speaker}: {' / '.join(text.splitlines())}")
+    speakers = [*handles.values(), f"{BOT_HANDLE} (this bot: context only)"]
+    prompt = extraction_prompt(now.strftime("%Y-%m-%d %H:%M UTC (%A)"), speakers, lines)
+    return ChunkView(prompt, handles, local_ids)
+
+
+def _minute(stamp: str) -> str:
+    """'2026-11-24T14:02:33.123Z' -> '2026-11-24 14:02' (what the model needs of a message's time)."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return (stamp[:10] + " " + stamp[11:16]).strip()
 
 
 async def extract_facts(
@@ -86,18 +125,52 @@ async def extract_facts(
     """
     if not any(not m.is_bot and worth_reading(m.content) for m in chunk):
         return []
-    messages, speakers = chunk_payload(chunk)
-    prompt = extraction_prompt(messages, speakers, iso(now or utcnow()))
+    view = render_chunk(chunk, now or utcnow())
     result = await llm.generate_json(
-        Purpose.EXTRACT, system=EXTRACT_SYSTEM, prompt=prompt, schema=ExtractionResult
+        Purpose.EXTRACT, system=EXTRACT_SYSTEM, prompt=view.prompt, schema=ExtractionResult
     )
-    return accept_facts(result, chunk)
+    return accept_facts(result, chunk, view)
 
 
-def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list[NewFact]:
-    """Validate the model's answer against the chunk: right speaker, own sources, no duplicates."""
+def _speaker_of(value: str, view: ChunkView, humans: dict[str, str]) -> str | None:
+    """The user id a model's `speaker` names: a listed name (any case, '@' or not) or a user id."""
+    wanted = value.strip().lstrip("@").strip().casefold()
+    for user_id, handle in view.handles.items():
+        if handle.casefold() == wanted:
+            return user_id
+    return value.strip() if value.strip() in humans else None
+
+
+def _named_subject(text: str, view: ChunkView) -> str | None:
+    """The speaker (user id, or BOT) a fact's text starts with, the longest name matching; None if none."""
+    folded = fold(text).lstrip()
+    names = [(fold(h), uid) for uid, h in view.handles.items()] + [(fold(BOT_HANDLE), BOT_HANDLE)]
+    best: tuple[int, str] | None = None
+    for name, who in names:
+        whole = folded.startswith(name) and (len(folded) == len(name) or not folded[len(name)].isalnum())
+        if whole and (best is None or len(name) > best[0]):
+            best = (len(name), who)
+    return best[1] if best else None
+
+
+def _support(fact_words: set[str], texts: list[str]) -> int:
+    """How many of a fact's informative words the texts contain."""
+    said = set().union(*(content_words(t) for t in texts)) if texts else set()
+    return len(fact_words & said)
+
+
+def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: ChunkView) -> list[NewFact]:
+    """Validate the model's answer against the chunk: right speaker, own sources, no duplicates.
+
+    Attribution does not rest on cited ids alone. A fact whose text is about another speaker (or the
+    bot) is refused whatever it cites; one whose words only someone else said is refused even when it
+    cites the owner; one that cites a neighbour's message but whose words its owner did say is kept,
+    with the owner's messages as sources.
+    """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
+    texts = {m.message_id: clean(strip_background_blocks(m.content)) for m in chunk}
+    bot_name = fold(BOT_HANDLE)
     own_messages: dict[str, list[str]] = {}
     for m in chunk:
         if not m.is_bot:
@@ -107,9 +180,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
     per_speaker: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     for item in result.facts:
-        user_id = item.user_id.strip()
-        if user_id not in humans:
-            log.info("refused an extracted fact about %r: not a human speaker of this chunk", user_id)
+        user_id = _speaker_of(item.speaker, view, humans)
+        if user_id is None:
+            log.info("refused an extracted fact about %r: not a human speaker of this chunk", item.speaker)
             continue
         if per_speaker[user_id] >= MAX_FACTS_PER_SPEAKER or len(accepted) >= MAX_FACTS_PER_CHUNK:
             dropped[user_id] += 1
@@ -120,11 +193,30 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
         if item.sensitive:  # kept only when the person asks for it (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
             continue
-        sources = [mid for mid in item.source_message_ids if mid in own_messages[user_id]]
-        if item.source_message_ids and not sources:
-            # It cites only someone else's words (or the bot's): that is not the person saying it.
-            log.info("refused an extracted fact about %r: its sources are not their messages", user_id)
+        subject = _named_subject(text, view)
+        if subject is not None and subject != user_id:
+            log.info(
+                "refused an extracted fact for %r: it is about %r", user_id, humans.get(subject, subject)
+            )
             continue
+        names = {fold(h) for h in view.handles.values()} | {bot_name}
+        words = {w for w in content_words(text) if w not in names}
+        own = own_messages[user_id]
+        others = [mid for uid, mids in own_messages.items() if uid != user_id for mid in mids]
+        owner_support = _support(words, [texts[mid] for mid in own])
+        if words and not owner_support and _support(words, [texts[mid] for mid in others]):
+            log.info("refused an extracted fact for %r: only someone else said it", user_id)
+            continue
+        cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
+        sources = [mid for mid in cited if mid in own]
+        if cited and not sources:
+            if words and not owner_support:
+                # It cites only someone else's words (or the bot's), and its owner said none of it.
+                log.info("refused an extracted fact about %r: its sources are not their messages", user_id)
+                continue
+            # The model cited a neighbour's line, but the owner said it: their own lines are the sources.
+            best = max(_support(words, [texts[mid]]) for mid in own)
+            sources = [mid for mid in own if _support(words, [texts[mid]]) == best]
         seen.add((user_id, text.casefold()))
         per_speaker[user_id] += 1
         accepted.append(
@@ -133,7 +225,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage]) -> list
                 user_id=user_id,
                 user_name=humans[user_id],
                 text=text,
-                source_message_ids=sources or list(own_messages[user_id]),
+                source_message_ids=sources or list(own),
                 valid_from=_valid_date(item.valid_from),
             )
         )

@@ -25,7 +25,6 @@ import math
 import re
 import sqlite3
 import threading
-import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from bot.memory.models import (
     iso,
     utcnow,
 )
+from bot.memory.text import STOPWORDS, fold
 
 MIGRATIONS: list[str] = [
     # 1: the whole first schema.
@@ -162,13 +162,6 @@ _FACT_COLUMNS = (
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-_STOPWORDS = frozenset(
-    "the and for are but not you your yours with this that have has had was were will what when where who "
-    "why how all any can could would should about into from they them their there then than its it's his "
-    "her hers him she he our ours out get got just like also very much more most some such only own same "
-    "too does did doing been being here over under again once which while because until each few both "
-    "other nor off ich und der die das ist nicht les des est une pour que qui dans".split()
-)
 
 
 class EmbeddingMismatchError(DatabaseError):
@@ -189,7 +182,7 @@ def keyword_query(text: str, *, max_terms: int = 12) -> str | None:
     """An FTS5 OR-query of the informative words of `text`, each quoted, or None when there are none."""
     terms: list[str] = []
     for word in _WORD.findall(text.lower()):
-        if len(word) < 3 or word in _STOPWORDS or (word.isdigit() and len(word) > 8) or word in terms:
+        if len(word) < 3 or word in STOPWORDS or (word.isdigit() and len(word) > 8) or word in terms:
             continue
         terms.append(word)
         if len(terms) >= max_terms:
@@ -197,12 +190,6 @@ def keyword_query(text: str, *, max_terms: int = 12) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def fold(text: str) -> str:
-    """Lower case without diacritics, as the FTS tokenizer (unicode61 remove_diacritics 2) sees words."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def keyword_terms(query: str) -> list[str]:

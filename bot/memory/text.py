@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_MESSAGE_CHARS = 4000
 MAX_NAME_CHARS = 100  # Discord's names are at most 32 characters; this only bounds odd input
@@ -58,3 +59,29 @@ def worth_reading(text: str) -> bool:
 def xml_safe(text: str) -> str:
     """Text with characters XML cannot represent removed (escaping is done by the XML writer)."""
     return _NOT_XML.sub("", text)
+
+
+STOPWORDS = frozenset(
+    "the and for are but not you your yours with this that have has had was were will what when where who "
+    "why how all any can could would should about into from they them their there then than its it's his "
+    "her hers him she he our ours out get got just like also very much more most some such only own same "
+    "too does did doing been being here over under again once which while because until each few both "
+    "other nor off ich und der die das ist nicht les des est une pour que qui dans".split()
+)
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as the FTS tokenizer (unicode61 remove_diacritics 2) sees words."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def content_words(text: str) -> set[str]:
+    """The informative words of a text, folded and cut to five letters, so that "lives"/"living" or
+    "Zürich"/"zurich" meet: what attribution compares between a fact and the messages behind it."""
+    return {
+        w[:5] for w in _WORDS.findall(fold(text)) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()
+    }
