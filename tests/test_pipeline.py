@@ -361,3 +361,52 @@ async def test_two_concurrent_flushes_for_the_same_person_serialise(
     assert len(store.list_facts(SCOPE, "alice")) == 1
     assert store.stats()["facts"] == {"active": 1, "merged": 0, "invalidated": 2}
     assert len(service.consolidator.locks) == 0  # nobody holds or waits: no lock is kept
+
+
+@pytest.mark.parametrize(
+    ("merged_text", "applied", "active"),
+    [
+        # the merged text drops the new fact: both facts are kept as they are
+        ("Alice lives in Paris", Decision.KEEP, ["Alice lives in Berlin", "Alice lives in Paris"]),
+        # the merged text says the old fact twice
+        (
+            "Alice lives in Paris. Alice lives in Paris. Alice lives in Berlin",
+            Decision.KEEP,
+            ["Alice lives in Berlin", "Alice lives in Paris"],
+        ),
+        # a real merge holds both
+        ("Alice lives in Berlin, formerly Paris", Decision.MERGE, ["Alice lives in Berlin, formerly Paris"]),
+    ],
+)
+async def test_a_merge_that_loses_or_repeats_information_is_not_applied_as_a_merge(
+    service: MemoryService,
+    llm: FakeLLM,
+    embedder: FakeEmbedder,
+    merged_text: str,
+    applied: Decision,
+    active: list[str],
+) -> None:
+    changes: list[Any] = []
+    service.add_listener(lambda event: changes.extend(event.detail.get("changes", [])))
+    await decide(
+        service, llm, embedder, {"decision": "MERGE", "target_fact_id": "OLD", "merged_text": merged_text}
+    )
+    assert [c.decision for c in changes] == [applied]
+    assert active_texts(service.store.sync, "alice") == active
+
+
+async def test_a_merge_of_a_fact_that_adds_nothing_is_a_duplicate(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    old = await seed(service, "alice", "Alice lives in Paris, in France", unit(1.0), embedder)
+    embedder.vectors["Alice lives in Paris"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice lives in Paris", ["m1"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [
+            {"new_fact": 0, "decision": "MERGE", "target_fact_id": old, "merged_text": "Alice lives in Paris"}
+        ]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "I live in Paris"))
+    [kept] = service.store.sync.list_facts(SCOPE, "alice")
+    assert (kept.id, kept.text) == (old, "Alice lives in Paris, in France")  # nothing lost
+    assert set(kept.source_message_ids) == {"seed", "m1"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from bot.llm.prompts import (
 from bot.memory.extract import MAX_FACT_CHARS, JsonModel
 from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
 from bot.memory.store import AsyncStore, Store
-from bot.memory.text import clean, worth_reading
+from bot.memory.text import clean, content_words, fold, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -272,5 +273,38 @@ class Consolidator:
             merged = clean(d.merged_text or "", MAX_FACT_CHARS)
             if not worth_reading(merged):
                 return Operation(Decision.KEEP, p.fact, reason="merge without text")
+            target = next(f for f, _ in p.candidates if f.id == d.target_fact_id)
+            verdict = merge_verdict(target.text, p.fact.text, merged, p.fact.user_name)
+            if verdict is not Decision.MERGE:
+                log.info("a merge into fact %d %s; applying %s", target.id, MERGE_FAULTS[verdict], verdict)
+                return Operation(
+                    verdict,
+                    p.fact,
+                    target.id if verdict is Decision.DUPLICATE else None,
+                    reason=f"merge {MERGE_FAULTS[verdict]}",
+                )
             return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
         return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)
+
+
+MERGE_FAULTS = {
+    Decision.DUPLICATE: "added nothing to it",
+    Decision.KEEP: "lost or repeated information",
+}
+
+
+def merge_verdict(old: str, new: str, merged: str, name: str = "") -> Decision:
+    """Whether a MERGE keeps what is new: MERGE when the merged text holds most of both facts' words
+    and says nothing twice; DUPLICATE when the new fact adds no word to the old one; KEEP (store the
+    new fact as it is, the old one untouched) when the merged text dropped information or repeats itself."""
+    names = content_words(name)
+    old_words, new_words = content_words(old) - names, content_words(new) - names
+    fresh = new_words - old_words
+    if not fresh:
+        return Decision.DUPLICATE
+    merged_words = content_words(merged)
+    kept_new = len(fresh & merged_words) * 2 >= len(fresh)
+    kept_old = len(old_words & merged_words) * 2 >= len(old_words - new_words or old_words)
+    sentences = [fold(s).strip() for s in re.split(r"[.!?;\n]+", merged) if s.strip()]
+    repeated = len(sentences) != len(set(sentences)) or fold(merged).count(fold(old).rstrip(". ")) > 1
+    return Decision.MERGE if kept_new and kept_old and not repeated else Decision.KEEP
