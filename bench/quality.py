@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -55,6 +57,7 @@ from bench.quality_script import (
     SCOPE,
     Case,
     Truth,
+    fold,
     matches,
     messages,
     script,
@@ -67,6 +70,7 @@ from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
 
 DECIDE_GROUP = 5
+FIRST_PERSON = re.compile(r"(?:^|\s)(?:i|i'm|i've|my|me)\b")
 SECRET_KINDS = ("secret",)
 WRONG_PERSON_KINDS = ("gossip", "bot")
 
@@ -322,6 +326,9 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
         "recall": round(len(learned) / len(statements), 4) if statements else 0.0,
         "proposed": total,
         "classes": dict(classes),
+        # the prompt asks for the third person, starting with the speaker's name
+        "first_person": sum(bool(FIRST_PERSON.search(fold(p["text"]))) for p in proposals),
+        "without_name": sum(fold(p["person"]) not in fold(p["text"]) for p in proposals),
         "precision": round(classes["correct"] / total, 4) if total else 0.0,
         "wrong_person": classes["wrong_person"],
         "wrong_person_rate": round(classes["wrong_person"] / total, 4) if total else 0.0,
@@ -556,6 +563,10 @@ def report(results: dict[str, Any]) -> None:
                 ],
             )
         )
+        print(
+            f"proposed facts in the first person: {s.get('first_person', '-')}, "
+            f"without the person's name: {s.get('without_name', '-')}"
+        )
         print(f"decisions applied: {s['decisions_applied']}")
         print(f"per 100 messages: {chat['per_100']}")
         for f in chat["flushes"]:
@@ -673,6 +684,21 @@ def _note(note: Any) -> dict[str, Any] | None:
     return {"type": kind, **data}
 
 
+def rescore(path: Path, show_details: bool) -> None:
+    """Score a written result again (after a change to the scoring), from the script it was run on."""
+    data = json.loads(path.read_text())
+    chat = data.get("chat")
+    if chat:
+        chat["score"] = score_chat({**chat, "lines": script(chat["messages"] // PHASE)})
+    if data.get("perfect"):
+        data["perfect"]["score"] = score_perfect(data["perfect"])
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    report(data)
+    if show_details:
+        details(data)
+    print(f"\nrescored {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the first 100 messages (2 flushes)")
@@ -695,7 +721,11 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME=VALUE",
         help="change a Settings field, e.g. --set consolidate_candidate_distance=0.5 (written to the JSON)",
     )
+    parser.add_argument("--rescore", type=Path, metavar="JSON", help="score a written result again; no run")
     args = parser.parse_args(argv)
+    if args.rescore:
+        rescore(args.rescore, args.details)
+        return
     OVERRIDES.update(args.set)
     base_url = os.environ.get("GEMINI_BASE_URL", "")
     server: LocalServer | None = None
