@@ -11,8 +11,9 @@ Then point the bot (or `bench.quality`) at it with `GEMINI_BASE_URL=http://127.0
   (or `responseJsonSchema`) is given, the answer is constrained by a grammar built from that schema
   (Gemini's OpenAPI subset converted to JSON Schema; see `json_schema`), so it is always JSON of the
   schema unless it runs out of tokens; `responseMimeType=application/json` alone constrains to any
-  JSON object. `temperature`, `topP`, `topK`, `maxOutputTokens` and `seed` are honoured. The model name
-  in the URL is ignored: there is one model.
+  JSON object. `temperature`, `topP`, `topK`, `maxOutputTokens` (default 2048) and `seed` are honoured
+  (without a seed: `--seed` + the number of generate requests so far, so a retry is sampled anew).
+  The model name in the URL is ignored: there is one model.
 - `:streamGenerateContent?alt=sse`: the same answer as one server-sent event.
 - `:batchEmbedContents` / `:embedContent`: all-MiniLM-L6-v2 sentence embeddings (384 values, the
   sentence-transformers recipe: mean pooling over tokens, unit length), computed with NumPy from the
@@ -482,7 +483,9 @@ class LocalGemini:
             "max_tokens": int(config.get("maxOutputTokens") or DEFAULT_MAX_OUTPUT_TOKENS),
             "response_format": response_format,
             "grammar": grammar,
-            "seed": int(config.get("seed", self.seed)),
+            # A run is reproducible, yet a retried request is sampled anew (as Gemini's would be): the
+            # seed is --seed plus the number of generate requests served so far, unless the request sets one.
+            "seed": int(config.get("seed", self.seed + sum(r["kind"] == "generate" for r in self.log))),
         }
         if "topP" in config:
             kwargs["top_p"] = float(config["topP"])
