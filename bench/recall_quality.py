@@ -44,7 +44,7 @@ from typing import Any
 
 from bench.common import machine, table, write_json
 from bot.memory.models import NewFact
-from bot.memory.recall import search_people
+from bot.memory.recall import KEYWORD_WEIGHT, search_people
 from bot.memory.store import Store, fold, keyword_query, keyword_terms
 
 SCOPE = "guild:616161"
@@ -412,7 +412,18 @@ def search(store: Store, uid: str, name: str, vector: list[float], query: str) -
         "vector_nolimit": [f.id for f, _ in store.knn(SCOPE, uid, vector, K)],
     }
     for key, distance in (("hybrid", MAX_DISTANCE), ("hybrid_nolimit", 2.0)):
-        ranked = search_people(store, SCOPE, [uid], vector, query, limit=K, max_distance=distance, pool=POOL)
+        ranked = search_people(
+            store,
+            SCOPE,
+            [uid],
+            vector,
+            query,
+            limit=K,
+            max_distance=distance,
+            pool=POOL,
+            names={uid: name},
+            keyword_weight=float(os.environ.get("RECALL_KEYWORD_WEIGHT", KEYWORD_WEIGHT)),
+        )
         out[key] = [s.fact.id for s in ranked[uid]]
     return out
 

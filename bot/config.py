@@ -49,6 +49,7 @@ class Settings:
     recall_facts_per_person: int = 6
     recall_max_distance: float = 0.55
     recall_token_budget: int = 1200
+    recall_keyword_weight: float = 0.3
     consolidate_candidate_distance: float = 0.35
     consolidate_duplicate_distance: float = 0.02
     discord_api_base_url: str = ""
@@ -164,6 +165,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "recall_facts_per_person": (_positive_int, "a positive integer such as 6"),
     "recall_max_distance": (_distance, "a cosine distance between 0 and 2 such as 0.55"),
     "recall_token_budget": (_positive_int, "a positive number of tokens such as 1200"),
+    "recall_keyword_weight": (_non_negative_float, "a weight of 0 or more such as 0.3"),
     "consolidate_candidate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.35"),
     "consolidate_duplicate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.02"),
     "gemini_base_url": (_url, "an http(s) URL such as http://127.0.0.1:8080"),

@@ -58,14 +58,18 @@ def f(i: int) -> Fact:
     return Fact(i, SCOPE, "u", f"fact {i}", FactStatus.ACTIVE, None, None, "2026-01-01", "2026-01-01", 0)
 
 
-def test_fusion_is_never_worse_than_vector_search_alone() -> None:
-    vector = [(f(i), 0.1 * i) for i in range(1, 4)]
+def test_fusion_keeps_close_vector_hits_and_lets_keywords_lift_only_near_ties() -> None:
+    vector = [(f(i), 0.1 * i) for i in range(1, 4)]  # similarities 0.9, 0.8, 0.7
     keyword = [f(9), f(8), f(7), f(2)]
-    fused = fuse(vector, keyword, 3)
-    assert {s.fact.id for s in fused} == {1, 2, 3}
-    assert fused[0].fact.id == 2  # boosted by its keyword match
-    fused = fuse(vector, keyword, 5)
-    assert {s.fact.id for s in fused} == {1, 2, 3, 9, 8} and fused[0].fact.id == 2
+    fused = fuse(vector, keyword, 3, keyword_weight=0.3)
+    assert [s.fact.id for s in fused] == [1, 2, 3]  # keyword-only hits cannot push out close vector hits
+    lifted = fuse(vector, [f(2)], 3, keyword_weight=0.3)
+    assert [s.fact.id for s in lifted] == [2, 1, 3]  # 0.8 + 0.3 beats 0.9: a near tie the keywords settle
+    distant = fuse([(f(1), 0.1), (f(2), 0.5)], [f(2)], 2, keyword_weight=0.3)
+    assert [s.fact.id for s in distant] == [1, 2]  # 0.5 + 0.3 stays below 0.9
+    fused = fuse(vector, keyword, 5, keyword_weight=0.3)
+    assert [s.fact.id for s in fused] == [1, 2, 3, 9, 8]  # free slots are filled by keyword
+    assert [s.fact.id for s in fuse(vector, keyword, 3, keyword_weight=0.0)] == [1, 2, 3]
 
 
 async def test_token_budget_is_shared_fairly(embedder: FakeEmbedder, service: MemoryService) -> None:

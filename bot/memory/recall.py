@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from bot.memory.text import xml_safe
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
+KEYWORD_WEIGHT = 0.3  # RECALL_KEYWORD_WEIGHT's default; see fuse()
+_NAME_WORDS = re.compile(r"\w+", re.UNICODE)
 FACT_OVERHEAD_TOKENS = 12
 USER_OVERHEAD_TOKENS = 16
 
@@ -77,22 +79,32 @@ class RecallResult:
         return [s.fact.id for facts in self.facts.values() for s in facts]
 
 
-def fuse(vector_hits: list[tuple[Fact, float]], keyword_hits: list[Fact], limit: int) -> list[ScoredFact]:
-    """Reciprocal-rank fusion that keeps every vector hit within `limit` and fills the rest by keyword."""
+def fuse(
+    vector_hits: list[tuple[Fact, float]],
+    keyword_hits: list[Fact],
+    limit: int,
+    keyword_weight: float = KEYWORD_WEIGHT,
+) -> list[ScoredFact]:
+    """Score-based fusion: a vector hit scores its similarity (1 - cosine distance), a keyword hit adds
+    `keyword_weight / rank`. A close vector hit keeps its place unless keywords back a nearly as close
+    one; a keyword-only hit comes in ahead of vector hits only as far as its weight beats their
+    similarity (weights: docs/benchmarks.md, tuned with bench/recall_quality.py)."""
     scored: dict[int, ScoredFact] = {}
-    for rank, (fact, distance) in enumerate(vector_hits, start=1):
-        scored[fact.id] = ScoredFact(fact, 1.0 / (RRF_K + rank), distance=distance)
-    keyword_only: list[ScoredFact] = []
+    for fact, distance in vector_hits:
+        scored[fact.id] = ScoredFact(fact, 1.0 - distance, distance=distance)
     for rank, fact in enumerate(keyword_hits, start=1):
-        bonus = 1.0 / (RRF_K + rank)
-        if fact.id in scored:
-            s = scored[fact.id]
+        bonus = keyword_weight / rank
+        s = scored.get(fact.id)
+        if s is not None:
             scored[fact.id] = ScoredFact(fact, s.score + bonus, s.distance, rank)
         else:
-            keyword_only.append(ScoredFact(fact, bonus, None, rank))
-    chosen = sorted(scored.values(), key=lambda s: (-s.score, s.fact.id))[:limit]
-    chosen += keyword_only[: max(0, limit - len(chosen))]
-    return sorted(chosen, key=lambda s: (-s.score, s.fact.id))
+            scored[fact.id] = ScoredFact(fact, bonus, None, rank)
+    return sorted(scored.values(), key=lambda s: (-s.score, s.fact.id))[:limit]
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a person's name: in all of their facts, so they tell a keyword search nothing."""
+    return _NAME_WORDS.findall(name)
 
 
 def estimate_tokens(text: str) -> int:
@@ -163,23 +175,31 @@ def gather_hits(
     *,
     max_distance: float,
     pool: int,
+    names: dict[str, str] | None = None,
 ) -> dict[str, Hits]:
-    """Runs on the store's thread: every person's vector and keyword hits in one hop."""
+    """Runs on the store's thread: every person's vector and keyword hits in one hop.
+
+    `names`: each person's name, left out of their keyword search (all their facts start with it).
+    """
     out: dict[str, Hits] = {}
     for uid in user_ids:
         vector_hits = store.knn(scope, uid, vector, pool, max_distance) if vector is not None else []
-        keyword_hits = store.keyword_search(scope, uid, query, pool) if query else []
+        ignore = name_words((names or {}).get(uid, ""))
+        keyword_hits = store.keyword_search(scope, uid, query, pool, ignore=ignore) if query else []
         out[uid] = (vector_hits, keyword_hits)
     return out
 
 
-def fuse_allowed(hits: Hits, audience: Audience, limit: int) -> list[ScoredFact]:
+def fuse_allowed(
+    hits: Hits, audience: Audience, limit: int, keyword_weight: float = KEYWORD_WEIGHT
+) -> list[ScoredFact]:
     """The audience's facts among one person's hits, fused."""
     vector_hits, keyword_hits = hits
     return fuse(
         [(f, d) for f, d in vector_hits if audience.allows(f)],
         [f for f in keyword_hits if audience.allows(f)],
         limit,
+        keyword_weight,
     )
 
 
@@ -193,10 +213,14 @@ def search_people(
     limit: int,
     max_distance: float,
     pool: int,
+    names: dict[str, str] | None = None,
+    keyword_weight: float = KEYWORD_WEIGHT,
 ) -> dict[str, list[ScoredFact]]:
     """Every person's hybrid search as the operator sees it (no audience), on the store's thread."""
-    hits = gather_hits(store, scope, user_ids, vector, query, max_distance=max_distance, pool=pool)
-    return {uid: fuse_allowed(h, Audience.operator(), limit) for uid, h in hits.items()}
+    hits = gather_hits(
+        store, scope, user_ids, vector, query, max_distance=max_distance, pool=pool, names=names
+    )
+    return {uid: fuse_allowed(h, Audience.operator(), limit, keyword_weight) for uid, h in hits.items()}
 
 
 class Recaller:
@@ -209,6 +233,7 @@ class Recaller:
         max_distance: float,
         token_budget: int,
         pool: int = 20,
+        keyword_weight: float = KEYWORD_WEIGHT,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -216,6 +241,7 @@ class Recaller:
         self.max_distance = max_distance
         self.token_budget = token_budget
         self.pool = max(pool, facts_per_person)
+        self.keyword_weight = keyword_weight
         self.latencies_ms: list[float] = []
 
     async def recall(
@@ -246,8 +272,12 @@ class Recaller:
             query,
             max_distance=self.max_distance,
             pool=self.pool,
+            names={p.user_id: p.name for p in people},
         )
-        ranked = {uid: fuse_allowed(h, audience, self.facts_per_person) for uid, h in hits.items()}
+        ranked = {
+            uid: fuse_allowed(h, audience, self.facts_per_person, self.keyword_weight)
+            for uid, h in hits.items()
+        }
         chosen = within_budget(ranked, self.token_budget)
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)

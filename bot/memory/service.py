@@ -93,6 +93,7 @@ class MemoryService:
             facts_per_person=settings.recall_facts_per_person,
             max_distance=settings.recall_max_distance,
             token_budget=settings.recall_token_budget,
+            keyword_weight=settings.recall_keyword_weight,
         )
         self.capture_buffer = CaptureBuffer(
             store,

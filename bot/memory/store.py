@@ -178,11 +178,17 @@ def owner_token(scope: str, user_id: str) -> str:
     return "o" + hashlib.blake2b(f"{scope}\x00{user_id}".encode(), digest_size=10).hexdigest()
 
 
-def keyword_query(text: str, *, max_terms: int = 12) -> str | None:
-    """An FTS5 OR-query of the informative words of `text`, each quoted, or None when there are none."""
+def keyword_query(text: str, *, max_terms: int = 12, ignore: Iterable[str] = ()) -> str | None:
+    """An FTS5 OR-query of the informative words of `text`, each quoted, or None when there are none.
+
+    `ignore`: words that say nothing within the searched facts (the person's own name, in all of them).
+    """
+    skip = {fold(w) for w in ignore}
     terms: list[str] = []
     for word in _WORD.findall(text.lower()):
         if len(word) < 3 or word in STOPWORDS or (word.isdigit() and len(word) > 8) or word in terms:
+            continue
+        if fold(word) in skip:
             continue
         terms.append(word)
         if len(terms) >= max_terms:
@@ -576,14 +582,16 @@ class Store:
             if max_distance is None or r[11] <= max_distance
         ]
 
-    def keyword_search(self, scope: str, user_id: str, text: str, k: int) -> list[Fact]:
+    def keyword_search(
+        self, scope: str, user_id: str, text: str, k: int, *, ignore: Iterable[str] = ()
+    ) -> list[Fact]:
         """Active facts of one person matching informative words of `text`, best BM25 first.
 
         FTS5's own `rank` looks up every query term's document count in the whole index, so its cost grows
         with everyone's facts (9.7 ms p99 at a million). Matching without `rank` touches only the person's
         rows; BM25 over the person's own active facts then orders them (3.0 ms p99 at 1M facts, bench/recall_scale.py).
         """
-        terms = keyword_query(text)
+        terms = keyword_query(text, ignore=ignore)
         if terms is None:
             return []
         rows = self.conn.execute(
