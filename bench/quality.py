@@ -253,7 +253,9 @@ def classify(person: str, text: str, truth: Truth) -> tuple[str, list[str]]:
         fid for fid, (who, note) in truth.statements.items() if who == person and matches(text, note.keywords)
     ]
     if own:
-        return "correct", own
+        # "my favourite food is pho, I'm over pierogi" says the new statement, not the old one again
+        replaced = truth.replaced()
+        return "correct", [fid for fid in own if replaced.get(fid) not in own]
     others = [
         fid for fid, (who, note) in truth.statements.items() if who != person and matches(text, note.keywords)
     ]
