@@ -77,9 +77,6 @@ class AudienceResolver:
     async def _changed(self, *_: Any) -> None:
         self._cache.clear()
 
-    def forget_cache(self) -> None:
-        self._cache.clear()
-
     async def for_message(self, message: discord.Message) -> Audience:
         """The audience of a reply to `message`: its author is the owner, its channel's readers the rest."""
         owner = str(message.author.id)

@@ -437,14 +437,7 @@ class Chat(commands.Cog):
                     text=what or message.clean_content,
                 )
                 lines.append(text)
-        content = "\n".join(lines) or FAILED_REPLY
-        if sent:
-            await sent[0].edit(content=content, view=view)
-            for extra in sent[1:]:
-                await extra.delete()
-            reply = sent[0]
-        else:
-            reply = await message.reply(content, mention_author=False, view=view)
+        reply = await self.swap(message, sent, "\n".join(lines) or FAILED_REPLY, view=view)
         if isinstance(view, telling.ForgetRequest):
             view.message = reply
 
@@ -480,15 +473,27 @@ class Chat(commands.Cog):
             if remember:
                 self.capture(sent[-1], own_text=part, reply_to=trigger.id)
 
+    @staticmethod
+    async def swap(
+        trigger: discord.Message,
+        sent: list[discord.Message],
+        text: str,
+        *,
+        view: discord.ui.View | None = None,
+    ) -> discord.Message:
+        """Make the reply to `trigger` this one message: the first sent part edited (the rest deleted),
+        or a new reply when nothing was sent yet."""
+        if not sent:
+            return await trigger.reply(text, mention_author=False, view=view)
+        await sent[0].edit(content=text, view=view)
+        for extra in sent[1:]:
+            await extra.delete()
+        return sent[0]
+
     async def replace_with(self, trigger: discord.Message, sent: list[discord.Message], text: str) -> None:
         """Swap a half-finished reply for a short message, so nobody reads a truncated answer."""
         try:
-            if sent:
-                await sent[0].edit(content=text)
-                for extra in sent[1:]:
-                    await extra.delete()
-            else:
-                await trigger.reply(text, mention_author=False)
+            await self.swap(trigger, sent, text)
         except discord.HTTPException as exc:
             log.warning("could not send the failure notice: %s", exc)
 
