@@ -182,10 +182,10 @@ async def scenario(
         outcomes: Counter[str] = Counter()
         original = service.capture_buffer.flush_fn
 
-        async def timed_flush(channel_id: str) -> int:
+        async def timed_flush(channel_ids: list[str]) -> int:
             started = time.perf_counter()
             try:
-                changes = await original(channel_id)
+                changes = await original(channel_ids)
             except asyncio.CancelledError:
                 outcomes["cancelled at shutdown"] += 1
                 raise

@@ -123,6 +123,7 @@ async def run_bot(
     standin.requests.clear()
     settings = _settings(standin.base_url, path, **overrides)
     service = await MemoryService.open(settings)
+    service.share_calls_between(lambda channel_id: True)  # the script's channels are all public
     buffer = service.capture_buffer
     now = [time.time()]
     if pace is not None:  # the scheduler sees a simulated clock: one message every `pace` seconds
@@ -130,11 +131,11 @@ async def run_bot(
         buffer.policy = replace(buffer.policy, tick_seconds=0.01)
     await service.start()
     flushes: Counter[str] = Counter()
-    original = service.flush_channel
+    original = service.flush_channels
 
-    async def counted(channel_id: str) -> int:
-        flushes[channel_id] += 1
-        return await original(channel_id)
+    async def counted(channel_ids: list[str]) -> int:
+        flushes["+".join(channel_ids)] += 1
+        return await original(channel_ids)
 
     buffer.flush_fn = counted
     start = now[0]

@@ -44,7 +44,7 @@ from typing import Any
 
 from bench.common import machine, table, write_json
 from bot.memory.models import NewFact
-from bot.memory.recall import KEYWORD_WEIGHT, search_people
+from bot.memory.recall import CONTEXT_WEIGHT, KEYWORD_WEIGHT, blend, search_people
 from bot.memory.store import Store, fold, keyword_query, keyword_terms
 
 SCOPE = "guild:616161"
@@ -53,6 +53,26 @@ POOL = 20
 MAX_DISTANCE = 0.55  # the bot's RECALL_MAX_DISTANCE
 SINGLE_QUESTIONS = 8
 GROUP_QUESTIONS = 3
+# Two of these come before every question in the "in conversation" runs: the small talk a question
+# arrives after in a real channel. Some share words with facts (train, coffee, lunch, holiday) on purpose.
+SMALL_TALK = (
+    "ugh the train was late again this morning",
+    "anyone watching the match tonight?",
+    "lol same",
+    "my coffee machine broke, send help",
+    "what a week honestly",
+    "did you see the new trailer?",
+    "it's raining so hard here",
+    "brb grabbing lunch",
+    "happy friday everyone!",
+    "that meme killed me",
+    "I need a holiday so badly",
+    "the new emoji on this server are great",
+    "my cat just knocked over a plant",
+    "finally finished that report at work",
+    "can't believe it's almost december",
+    "who's up for a game later?",
+)
 
 NAMES = (
     "Ana Ben Chloe Dev Emi Finn Gus Hana Ines Jonas Kemal Lea Milo Nora Omar Priya Quinn Rosa Sven Tara "
@@ -334,6 +354,9 @@ def dataset(people: int, seed: int = 5) -> tuple[list[dict[str, Any]], list[dict
         for template, group in rng.sample(groups, min(GROUP_QUESTIONS, len(groups))):
             relevant = [f["id"] for k in group for f in mine.get(k, [])]
             questions.append(_question(uid, name, template, None, relevant, group))
+    talk = random.Random(seed + 1)  # its own generator: the facts and questions stay as they were
+    for q in questions:
+        q["lead"] = talk.sample(SMALL_TALK, 2)
     return facts, questions
 
 
@@ -353,10 +376,10 @@ def _question(
 
 def shares_word(question: str, texts: list[str], name: str) -> bool:
     """Whether the question has a keyword-search term (not the person's name) that a relevant fact contains."""
-    query = keyword_query(question)
-    terms = set(keyword_terms(query)) - {fold(name)} if query else set()
+    query = keyword_query(question, ignore=[name])
+    terms = keyword_terms(query) if query else []
     words = {w for t in texts for w in re.findall(r"\w+", fold(t))}
-    return bool(terms & words)
+    return any(w.startswith(t) for t in terms for w in words)
 
 
 # ---- embedding -----------------------------------------------------------------------------------------------
@@ -387,55 +410,90 @@ async def embed_all(texts: list[str], task: str, endpoint: bool) -> list[list[fl
 # ---- evaluation ----------------------------------------------------------------------------------------------
 
 METHODS = (
-    ("vector", "vector (pool 20, distance <= 0.55)"),
-    ("keyword", "keyword (FTS5 + BM25)"),
+    ("vector", "vector (pool 20, distance <= cut)"),
+    ("keyword", "keyword (FTS5 + BM25, name left out)"),
     ("hybrid", "hybrid (recall.search_people)"),
     ("vector_nolimit", "vector, no distance limit"),
     ("hybrid_nolimit", "hybrid, no distance limit"),
-    ("keyword_noname", "keyword, query without the person's name"),
-    ("hybrid_noname", "hybrid, query without the person's name"),
+    ("vector_joined", "in conversation: vector, turns joined"),
+    ("hybrid_joined", "in conversation: hybrid, turns joined"),
+    ("vector_led", "in conversation: vector, message-led"),
+    ("hybrid_led", "in conversation: hybrid, message-led (the bot)"),
 )
 
 
-def search(store: Store, uid: str, name: str, vector: list[float], query: str) -> dict[str, list[int]]:
-    """The first K fact ids by each method. The "noname" rows drop the person's name from the keyword query:
-    every fact of theirs starts with it, so it matches all of them (a diagnostic, not what the bot does)."""
-    unnamed = re.sub(rf"\b{re.escape(name)}\b('s)?", " ", query, flags=re.I)
-    ranked = search_people(
-        store, SCOPE, [uid], vector, unnamed, limit=K, max_distance=MAX_DISTANCE, pool=POOL
-    )
-    out = {
-        "keyword_noname": [f.id for f in store.keyword_search(SCOPE, uid, unnamed, K)],
-        "hybrid_noname": [s.fact.id for s in ranked[uid]],
-        "vector": [f.id for f, _ in store.knn(SCOPE, uid, vector, POOL, MAX_DISTANCE)[:K]],
-        "keyword": [f.id for f in store.keyword_search(SCOPE, uid, query, K)],
-        "vector_nolimit": [f.id for f, _ in store.knn(SCOPE, uid, vector, K)],
-    }
-    for key, distance in (("hybrid", MAX_DISTANCE), ("hybrid_nolimit", 2.0)):
+@dataclass(frozen=True)
+class Query:
+    """One question's searches: alone, and after two lines of small talk (joined as the bot used to, or
+    led by the question as the bot does now: `recall.blend`, the question's words first)."""
+
+    text: str
+    vector: list[float]
+    joined_text: str
+    joined_vector: list[float]
+    led_vector: list[float]
+
+
+def search(store: Store, uid: str, name: str, q: Query, cut: float, weight: float) -> dict[str, list[int]]:
+    """The first K fact ids by each method."""
+
+    def hybrid(vector: list[float], text: str, distance: float) -> list[int]:
         ranked = search_people(
             store,
             SCOPE,
             [uid],
             vector,
-            query,
+            text,
             limit=K,
             max_distance=distance,
             pool=POOL,
             names={uid: name},
-            keyword_weight=float(os.environ.get("RECALL_KEYWORD_WEIGHT", KEYWORD_WEIGHT)),
+            keyword_weight=weight,
         )
-        out[key] = [s.fact.id for s in ranked[uid]]
-    return out
+        return [s.fact.id for s in ranked[uid]]
+
+    def vector(v: list[float], distance: float | None) -> list[int]:
+        return [f.id for f, _ in store.knn(SCOPE, uid, v, POOL, distance)[:K]]
+
+    led_text = q.text + "\n" + q.joined_text.removesuffix(q.text)
+    return {
+        "vector": vector(q.vector, cut),
+        "keyword": [f.id for f in store.keyword_search(SCOPE, uid, q.text, K, ignore=[name])],
+        "hybrid": hybrid(q.vector, q.text, cut),
+        "vector_nolimit": vector(q.vector, None),
+        "hybrid_nolimit": hybrid(q.vector, q.text, 2.0),
+        "vector_joined": vector(q.joined_vector, cut),
+        "hybrid_joined": hybrid(q.joined_vector, q.joined_text, cut),
+        "vector_led": vector(q.led_vector, cut),
+        "hybrid_led": hybrid(q.led_vector, led_text, cut),
+    }
 
 
 def evaluate(
     facts: list[dict[str, Any]],
     questions: list[dict[str, Any]],
     fact_vectors: list[list[float]],
-    question_vectors: list[list[float]],
-    dimensions: int,
-    workdir: Path,
+    queries: list[Query],
+    *,
+    cut: float,
+    weight: float,
 ) -> dict[str, Any]:
+    """Every question searched by every method, in a store of its own (in a temporary directory)."""
+    with tempfile.TemporaryDirectory(prefix="recall-quality-") as tmp:
+        return _evaluate(facts, questions, fact_vectors, queries, Path(tmp), cut=cut, weight=weight)
+
+
+def _evaluate(
+    facts: list[dict[str, Any]],
+    questions: list[dict[str, Any]],
+    fact_vectors: list[list[float]],
+    queries: list[Query],
+    workdir: Path,
+    *,
+    cut: float,
+    weight: float,
+) -> dict[str, Any]:
+    dimensions = len(fact_vectors[0])
     store = Store.open(workdir / "recall.sqlite3", embedding_model="bench-embedder", dimensions=dimensions)
     new = [
         NewFact(SCOPE, f["person"], f["name"], f["text"], [], embedding=v)
@@ -446,12 +504,12 @@ def evaluate(
     by_id = {f["id"]: f for f in facts}
     per_question = []
     started = time.perf_counter()
-    for q, vector in zip(questions, question_vectors, strict=True):
+    for q, query in zip(questions, queries, strict=True):
         relevant = set(q["relevant"])
         name = by_id[q["relevant"][0]]["name"]
         found = {
             m: [to_label[i] for i in ids]
-            for m, ids in search(store, q["person"], name, vector, q["text"]).items()
+            for m, ids in search(store, q["person"], name, query, cut, weight).items()
         }
         per_question.append(
             {
@@ -465,6 +523,27 @@ def evaluate(
     seconds = time.perf_counter() - started
     store.close()
     return {"questions": per_question, "search_seconds": round(seconds, 2)}
+
+
+def sweep(
+    facts: list[dict[str, Any]],
+    questions: list[dict[str, Any]],
+    fact_vectors: list[list[float]],
+    queries: list[Query],
+    args: argparse.Namespace,
+) -> list[tuple[float, float, list[str]]]:
+    """hit@5 / recall@5 at other distance cuts and keyword weights, to choose them for an embedding model."""
+    out = []
+    for cut in (0.45, 0.55, 0.65, 0.75, 0.85):
+        for weight in (0.0, 0.15, 0.3, 0.6):
+            rows = evaluate(facts, questions, fact_vectors, queries, cut=cut, weight=weight)["questions"]
+            s = summary(rows)
+            cells = [
+                f"{s[m]['hit@5']:.1f} / {s[m]['recall@5']:.1f}"
+                for m in ("vector", "hybrid", "vector_led", "hybrid_led")
+            ]
+            out.append((cut, weight, cells))
+    return out
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -486,10 +565,27 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     )
     started = time.perf_counter()
     fact_vectors = await embed_all([f["text"] for f in facts], "document", args.endpoint)
-    question_vectors = await embed_all([q["text"] for q in questions], "query", args.endpoint)
+    joined = ["\n".join([*q["lead"], q["text"]]) for q in questions]
+    vectors = await embed_all(
+        [q["text"] for q in questions] + joined + ["\n".join(q["lead"]) for q in questions],
+        "query",
+        args.endpoint,
+    )
+    n = len(questions)
+    queries = [
+        Query(
+            q["text"],
+            vectors[i],
+            joined[i],
+            vectors[n + i],
+            blend(vectors[i], vectors[2 * n + i], args.context_weight),
+        )
+        for i, q in enumerate(questions)
+    ]
     embed_seconds = time.perf_counter() - started
-    with tempfile.TemporaryDirectory(prefix="recall-quality-") as tmp:
-        result = evaluate(facts, questions, fact_vectors, question_vectors, len(fact_vectors[0]), Path(tmp))
+    result = evaluate(
+        facts, questions, fact_vectors, queries, cut=args.max_distance, weight=args.keyword_weight
+    )
     rows = result["questions"]
     return {
         "people": args.people,
@@ -499,6 +595,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         if args.endpoint
         else "all-MiniLM-L6-v2 (bench.local_model.MiniLM, in-process)",
         "dimensions": len(fact_vectors[0]),
+        "max_distance": args.max_distance,
+        "keyword_weight": args.keyword_weight,
+        "context_weight": args.context_weight,
         "embed_seconds": round(embed_seconds, 1),
         "search_seconds": result["search_seconds"],
         "all": summary(rows),
@@ -509,6 +608,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "asked_by_person": summary([r for r in rows if r["asked_by_person"]]),
         "fusion_lost": sum(r["hit"]["vector"] and not r["hit"]["hybrid"] for r in rows),
         "fusion_gained": sum(r["hit"]["hybrid"] and not r["hit"]["vector"] for r in rows),
+        "sweep": sweep(facts, questions, fact_vectors, queries, args) if args.sweep else None,
         "facts_list": facts,
         "questions": rows,
     }
@@ -526,6 +626,14 @@ def report(r: dict[str, Any]) -> None:
     ]
     print(table(headers, rows))
     print(f"questions the hybrid lost against vector: {r['fusion_lost']}, gained: {r['fusion_gained']}")
+    if r["sweep"]:
+        print("\nsweep (hit@5 / recall@5, all questions, in conversation and alone):")
+        print(
+            table(
+                ["cut", "keyword weight", "vector", "hybrid", "vector, conv.", "hybrid, conv. (bot)"],
+                [[f"{c:.2f}", f"{w:.2f}", *cells] for c, w, cells in r["sweep"]],
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -533,6 +641,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="10 people")
     parser.add_argument("--people", type=int, default=30)
     parser.add_argument("--endpoint", action="store_true", help="embed through GEMINI_BASE_URL (or Gemini)")
+    parser.add_argument("--max-distance", type=float, default=MAX_DISTANCE, help="RECALL_MAX_DISTANCE")
+    parser.add_argument("--keyword-weight", type=float, default=KEYWORD_WEIGHT, help="RECALL_KEYWORD_WEIGHT")
+    parser.add_argument("--context-weight", type=float, default=CONTEXT_WEIGHT, help="RECALL_CONTEXT_WEIGHT")
+    parser.add_argument(
+        "--sweep", action="store_true", help="also try other distance cuts and keyword weights"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.people = 10

@@ -77,6 +77,20 @@ class AudienceResolver:
     async def _changed(self, *_: Any) -> None:
         self._cache.clear()
 
+    def shareable(self, channel_id: str) -> bool:
+        """Whether a channel's buffered messages may be read in one extraction call with other such
+        channels of its server: only channels every member can read (and their public threads), so a
+        model never sees words of different readers together and cannot carry one channel's words into a
+        fact sourced from another. Unknown channels (deleted, not cached) keep to themselves."""
+        channel = self.bot.get_channel(int(channel_id)) if channel_id.isdigit() else None
+        if isinstance(channel, discord.Thread):
+            if channel.type is discord.ChannelType.private_thread:
+                return False
+            channel = channel.parent
+        if not isinstance(channel, discord.abc.GuildChannel):
+            return False
+        return open_to_everyone(channel.guild, channel)
+
     async def for_message(self, message: discord.Message) -> Audience:
         """The audience of a reply to `message`: its author is the owner, its channel's readers the rest."""
         owner = str(message.author.id)

@@ -123,6 +123,7 @@ class MemoryBot(commands.Bot):
         if self._memory is None:
             self._memory = await MemoryService.open(self.settings, self.gemini)
         self.memory.add_listener(self.admin_log.on_memory_event)
+        self.memory.share_calls_between(self.audience.shareable)
         await self.memory.start()
         for cog in COGS:
             await self.load_extension(cog)

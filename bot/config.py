@@ -45,11 +45,13 @@ class Settings:
     memory_flush_max_messages: int = 50
     memory_flush_max_age_seconds: float = 600.0
     memory_flush_concurrency: int = 2
+    memory_flush_min_messages: int = 20
     memory_no_memory_marker: str = "!nomem"
     recall_facts_per_person: int = 6
     recall_max_distance: float = 0.55
     recall_token_budget: int = 1200
     recall_keyword_weight: float = 0.3
+    recall_context_weight: float = 0.3
     consolidate_candidate_distance: float = 0.35
     consolidate_duplicate_distance: float = 0.02
     discord_api_base_url: str = ""
@@ -124,6 +126,13 @@ def _distance(raw: str) -> float:
     return value
 
 
+def _fraction(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value < 1:
+        raise ValueError
+    return value
+
+
 def _snowflake(raw: str) -> int:
     value = int(raw)
     if value <= 0:
@@ -162,10 +171,12 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "memory_flush_max_messages": (_positive_int, "a positive integer such as 50"),
     "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
     "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
+    "memory_flush_min_messages": (_positive_int, "a positive integer such as 20"),
     "recall_facts_per_person": (_positive_int, "a positive integer such as 6"),
     "recall_max_distance": (_distance, "a cosine distance between 0 and 2 such as 0.55"),
     "recall_token_budget": (_positive_int, "a positive number of tokens such as 1200"),
     "recall_keyword_weight": (_non_negative_float, "a weight of 0 or more such as 0.3"),
+    "recall_context_weight": (_fraction, "a weight from 0 up to (not including) 1 such as 0.3"),
     "consolidate_candidate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.35"),
     "consolidate_duplicate_distance": (_distance, "a cosine distance between 0 and 2 such as 0.02"),
     "gemini_base_url": (_url, "an http(s) URL such as http://127.0.0.1:8080"),

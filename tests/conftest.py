@@ -23,6 +23,8 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
         embedding_dimensions=DIMS,
         memory_flush_quiet_seconds=3600,
         memory_flush_max_age_seconds=3600,
+        # Tests of other things flush one message on quiet; the minimum chunk has tests of its own.
+        memory_flush_min_messages=1,
     )
     return replace(base, **overrides)  # type: ignore[arg-type]
 

@@ -576,3 +576,80 @@ async def test_a_row_that_can_never_be_written_is_dropped_alone_and_capture_goes
     dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
     assert len(dropped) == 2 and "bad" in dropped[0] and "m1" in dropped[1]
     assert all("\ud800" not in line and "\udfff" not in line for line in dropped)
+
+
+@pytest.fixture
+async def clocked_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, FakeLLM, list[float]]]:
+    """The default triggers (60 s quiet, 600 s age) with a quiet minimum of 3, on a clock the test moves."""
+    settings = make_settings(tmp_path)
+    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    llm = FakeLLM(extract=echo_extractor)
+    svc = MemoryService(store, llm, FakeEmbedder(), settings)
+    now = [1_000_000.0]
+    svc.capture_buffer.clock = lambda: now[0]
+    svc.capture_buffer.policy = FlushPolicy(60, 50, 600, 2, 0.02, quiet_min_messages=3)
+    await svc.start()
+    yield svc, llm, now
+    await svc.close(timeout=2)
+
+
+async def at(now: list[float], seconds: float) -> None:
+    """Move the clock to `seconds` after the start and give the scheduler a few ticks."""
+    now[0] = 1_000_000.0 + seconds
+    await asyncio.sleep(0.15)
+
+
+async def test_a_quiet_flush_waits_for_a_chunk_worth_a_call_and_age_is_the_backstop(
+    clocked_service: tuple[MemoryService, FakeLLM, list[float]],
+) -> None:
+    service, llm, now = clocked_service
+    service.capture(msg("m1", "alice", "I keep bees"), guild_id=100)
+    service.capture(msg("m2", "bob", "I sing in a choir"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    await at(now, 300)  # quiet for five minutes, but two messages are not worth a call yet
+    assert llm.count(Purpose.EXTRACT) == 0
+    await at(now, 601)  # the age limit: learned within MEMORY_FLUSH_MAX_AGE_SECONDS all the same
+
+    async def learned() -> bool:
+        return await service.count_facts(SCOPE, "alice") == 1 and await service.count_facts(SCOPE, "bob") == 1
+
+    await wait_until(learned)
+    assert llm.count(Purpose.EXTRACT) == 1
+
+
+async def test_quiet_channels_every_member_reads_share_one_call_and_keep_their_channels(
+    clocked_service: tuple[MemoryService, FakeLLM, list[float]],
+) -> None:
+    service, llm, now = clocked_service
+    service.share_calls_between(lambda channel_id: channel_id != "staff")
+    service.capture(msg("m1", "alice", "I keep bees", channel="c1"), guild_id=100)
+    service.capture(msg("m2", "bob", "I sing in a choir", channel="c1"), guild_id=100)
+    service.capture(msg("m3", "carol", "I restore old radios", channel="c2"), guild_id=100)
+    service.capture(msg("m4", "dave", "I am moving to Oslo", channel="staff"), guild_id=100)
+    await service.capture_buffer.wait_written()
+    await at(now, 90)
+
+    async def c1_and_c2_learned() -> bool:
+        return (
+            await service.count_facts(SCOPE, "carol") == 1 and await service.count_facts(SCOPE, "alice") == 1
+        )
+
+    await wait_until(c1_and_c2_learned)
+    [(_, payload)] = [c for c in llm.calls if c[0] is Purpose.EXTRACT]
+    assert sorted(m["text"] for m in payload["messages"]) == [
+        "I keep bees",
+        "I restore old radios",
+        "I sing in a choir",
+    ]  # one call for both public channels; the staff channel's words were not in it
+    [carol] = await service.list_facts(SCOPE, "carol")
+    [alice] = await service.list_facts(SCOPE, "alice")
+    assert [s.origin.channel_id for s in carol.sources if s.origin] == ["c2"]
+    assert [s.origin.channel_id for s in alice.sources if s.origin] == ["c1"]
+    assert await service.count_facts(SCOPE, "dave") == 0  # alone, one message: it waits for the age limit
+    await at(now, 601)
+
+    async def staff_learned() -> bool:
+        return await service.count_facts(SCOPE, "dave") == 1
+
+    await wait_until(staff_learned)
+    assert llm.count(Purpose.EXTRACT) == 2

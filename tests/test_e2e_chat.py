@@ -96,6 +96,20 @@ async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_p
         turns = request["contents"]
         assert turns[-1]["role"] == "user" and "alice:" in turns[-1]["parts"][-1]["text"]
         assert any("bob: Who here likes to travel?" in p["text"] for t in turns for p in t["parts"])
+        # Recall searches for the message being answered first and the turns before it as context, in
+        # one embedding request, so two lines of small talk cannot drown the question.
+        queries = [
+            [
+                "".join(part.get("text", "") for part in item["content"]["parts"])
+                for item in r.json["requests"]
+            ]
+            for r in w.gemini.of_kind("embed")
+            if r.json["requests"][0].get("taskType") == "RETRIEVAL_QUERY"
+        ]
+        assert queries[-1] == [
+            "what should a carpenter and a marathon runner do in Lisbon?",
+            "Who here likes to travel?\nI run, does that count?",
+        ]
 
 
 async def test_facts_never_cross_guilds_or_into_dms(tmp_path: Path) -> None:

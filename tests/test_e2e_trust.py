@@ -14,7 +14,7 @@ import pytest
 from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
 from tests.discord_standin.model import VIEW_CHANNEL, overwrite
-from tests.e2e import World, world
+from tests.e2e import World, eventually, world
 from tests.fake_brain import system_text
 
 pytestmark = pytest.mark.e2e
@@ -342,3 +342,30 @@ async def test_in_dms_telling_forgetting_and_consent_work_and_dm_facts_never_rea
             await w.discord.click_button(w.bob, int(review.original_message_id), "forget:confirm")
         ).wait_response()
         assert [f.text for f in await w.facts("dm", w.bob)] == ["bob has diabetes"]
+
+
+async def test_quiet_public_channels_share_one_extraction_call_but_a_hidden_one_keeps_to_itself(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path, memory_flush_quiet_seconds=0.5, memory_flush_min_messages=3) as w:
+        staff = await staff_only(w)
+        random = w.alpha.channels["random"]
+        await w.say(w.general, w.alice, "I keep bees")
+        await w.say(w.general, w.carol, "I restore old radios")
+        await w.say(random, w.bob, "I play the cello")
+        await w.say(staff, w.bob, "I live in Oslo")
+        scope = f"guild:{w.alpha.id}"
+
+        async def public_learned() -> bool:
+            return len(await w.facts(scope, w.bob)) == 1 and len(await w.facts(scope, w.alice)) == 1
+
+        await eventually(public_learned, what="one flush of #general and #random")
+        [extraction] = w.gemini.of_kind("generate")
+        prompt = json.dumps(extraction.json)
+        assert "I keep bees" in prompt and "I play the cello" in prompt and "== channel 2 ==" in prompt
+        assert "Oslo" not in prompt  # hidden from @everyone: never read together with public words
+        [cello] = await w.facts(scope, w.bob)
+        assert [s.origin.channel_id for s in cello.sources if s.origin] == [str(random)]
+        await w.flush()  # the staff channel's lone message waits for the age limit, or an operator
+        assert {f.text for f in await w.facts(scope, w.bob)} == {"bob plays the cello", "bob lives in Oslo"}
+        assert len(w.gemini.of_kind("generate")) == 2

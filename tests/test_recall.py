@@ -5,7 +5,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from bot.memory.models import Fact, FactStatus, NewFact, ScoredFact
-from bot.memory.recall import Audience, Participant, Recaller, fuse, render_block, within_budget
+from bot.memory.recall import (
+    Audience,
+    Participant,
+    Recaller,
+    blend,
+    fuse,
+    render_block,
+    within_budget,
+)
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.fakes import FakeEmbedder, angled, unit
@@ -30,13 +38,43 @@ async def test_recall_ranks_by_distance_within_the_threshold(
         service.store, embedder, "alice", "Alice fears spiders", angled(89)
     )  # distance ~0.98 > threshold
     await add(service.store, embedder, "bob", "Bob plays chess too", angled(0))
-    embedder.vectors["want a game?"] = unit(1.0)
+    embedder.vectors["fancy a round?"] = unit(1.0)
     result = await service.recall(
-        SCOPE, [Participant("alice", "Alice")], "want a game?", audience=Audience.operator()
+        SCOPE, [Participant("alice", "Alice")], "fancy a round?", audience=Audience.operator()
     )
     assert [s.fact.id for s in result.facts["alice"]] == [near, mid]
     assert "bob" not in result.facts and "Bob" not in result.block
-    assert embedder.calls[-1] == (["want a game?"], "query")
+    assert embedder.calls[-1] == (["fancy a round?"], "query")
+
+
+async def test_the_message_being_answered_leads_the_search_over_the_talk_before_it(
+    service: MemoryService, embedder: FakeEmbedder
+) -> None:
+    asked = await add(service.store, embedder, "alice", "Alice keeps bees", angled(20))
+    # Halfway between the question and the talk: too far for the question alone (distance 0.553).
+    chatted = await add(
+        service.store, embedder, "alice", "Alice supports a football team", unit(0.5, 0.0, 1.0)
+    )
+    embedder.vectors["any honey tips?"] = unit(1.0)  # close to the bees
+    embedder.vectors["did you see the match?\nwhat a goal"] = unit(0.0, 0.0, 1.0)  # close to football
+    result = await service.recall(
+        SCOPE,
+        [Participant("alice", "Alice")],
+        "any honey tips?",
+        context="did you see the match?\nwhat a goal",
+        audience=Audience.operator(),
+    )
+    ranked = result.facts["alice"]
+    assert [s.fact.id for s in ranked] == [asked, chatted]  # the talk still leads to what it is about
+    # One embedding request for both texts, the message first.
+    assert embedder.calls[-1] == (["any honey tips?", "did you see the match?\nwhat a goal"], "query")
+
+
+def test_blend_is_a_unit_vector_nearer_the_message() -> None:
+    mixed = blend(unit(1.0), unit(0.0, 1.0), 0.3)
+    assert abs(sum(x * x for x in mixed) - 1.0) < 1e-9
+    assert mixed[0] > mixed[1] > 0
+    assert blend(unit(1.0), unit(0.0, 1.0), 0.0) == unit(1.0)
 
 
 async def test_keyword_matches_fill_free_slots_without_displacing_vector_hits(

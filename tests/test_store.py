@@ -72,6 +72,28 @@ def test_keyword_search_is_confined_to_one_person(store: Store) -> None:
     assert store.keyword_search("guild:1", "bob", 'NEAR("x" "y") AND OR *', 10) == []
 
 
+def test_keyword_search_matches_other_forms_of_a_word(store: Store) -> None:
+    """People ask "where does she live?" about a fact that says "lives"; stems match as prefixes."""
+    v = unit(1.0)
+    store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice lives in Oslo", v),
+            fact("guild:1", "alice", "Alice has a peanut allergy", v),
+            fact("guild:1", "alice", "Alice owns a bakery", v),
+        ]
+    )
+    assert [f.text for f in store.keyword_search("guild:1", "alice", "where does she live?", 5)] == [
+        "Alice lives in Oslo"
+    ]
+    assert [f.text for f in store.keyword_search("guild:1", "alice", "is she allergic?", 5)] == [
+        "Alice has a peanut allergy"
+    ]
+    assert [f.text for f in store.keyword_search("guild:1", "alice", "any bakers here?", 5)] == [
+        "Alice owns a bakery"
+    ]
+    assert store.keyword_search("guild:1", "alice", "any dentists here?", 5) == []
+
+
 def test_keyword_search_ranks_a_persons_matches_by_bm25(store: Store) -> None:
     v = unit(1.0)
     ids = store.add_facts(

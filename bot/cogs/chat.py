@@ -304,11 +304,21 @@ class Chat(commands.Cog):
         permissions = getattr(trigger.author, "guild_permissions", None)
         return permissions is not None and permissions.manage_guild
 
-    @staticmethod
-    def query(messages: list[discord.Message]) -> str:
-        """The latest few human turns, so a short follow-up still finds what the talk is about."""
-        human = [m.clean_content for m in messages if not m.author.bot and m.clean_content.strip()]
-        return "\n".join(human[-QUERY_TURNS:])[-2000:]
+    def query(self, message: discord.Message, messages: list[discord.Message]) -> tuple[str, str]:
+        """What recall searches for: the message being answered (without the bot's own @mention, which
+        says nothing about anyone), and the few human turns before it as context, so a short follow-up
+        still finds what the talk is about without the talk drowning the question."""
+        earlier = [
+            m.clean_content
+            for m in messages
+            if m.id != message.id and not m.author.bot and m.clean_content.strip()
+        ]
+        text = message.clean_content
+        me = message.guild.me if message.guild is not None else self.bot.user
+        if me is not None:
+            for name in {me.display_name, me.name}:
+                text = text.replace(f"@{name}", "")
+        return text.strip()[:2000], "\n".join(earlier[-(QUERY_TURNS - 1) :])[-2000:]
 
     def memory_on(self, message: discord.Message) -> bool:
         return message.guild is None or self.bot.memory.guild(message.guild.id).memory_enabled
@@ -322,12 +332,14 @@ class Chat(commands.Cog):
         persona = f"{self.bot.settings.bot_persona}\n\n{guide}"
         if not self.memory_on(message):
             return persona
+        query, context = self.query(message, messages)
         try:
             async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
                 recalled = await self.bot.memory.recall(
                     scope_of(message),
                     self.participants(messages, message),
-                    self.query(messages),
+                    query,
+                    context=context,
                     audience=await self.bot.audience.for_message(message),
                 )
         except Exception as exc:

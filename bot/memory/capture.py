@@ -5,8 +5,12 @@ loop time). A writer task commits everything queued so far in one transaction (g
 busy server costs one SQLite commit per batch, not per message. Edits and deletions travel through
 the same queue, so they apply in order even to messages not yet written.
 
-A channel flushes when it goes quiet, grows past a size, or gets old. Failed flushes leave the
-messages in the buffer and back off; on start-up whatever is overdue flushes first.
+A channel flushes when it grows past a size, gets old, or goes quiet with enough said in its server
+(or DMs) to be worth a call: a quiet flush of two messages costs as much as one of fifty. When a
+channel flushes, the other channels of its scope with buffered messages join it in one extraction
+call, up to the chunk size, where the bot says their readers are the same (`shareable`), so a server whose talk is spread over quiet channels pays for one call
+where it paid for one per channel. Failed flushes leave the messages in the buffer and back off; on
+start-up whatever is overdue flushes first.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ class FlushPolicy:
     max_age_seconds: float = 600.0
     concurrency: int = 2
     tick_seconds: float = 0.5
+    quiet_min_messages: int = 1  # a quiet flush waits for this many human messages in the scope
 
 
 @dataclass
 class _ChannelState:
+    scope: str = ""
     count: int = 0
     first_at: float = 0.0
     last_at: float = 0.0
@@ -55,11 +61,12 @@ class _Op:
     at: float = 0.0
 
 
-FlushFn = Callable[[str], Awaitable[int]]
+FlushFn = Callable[[list[str]], Awaitable[int]]
 
 
 class CaptureBuffer:
-    """Owns the write queue and the flush schedule; `flush_fn(channel_id)` does the actual work."""
+    """Owns the write queue and the flush schedule; `flush_fn(channel_ids)` does the actual work: one
+    extraction over those channels' oldest buffered messages (all of one scope)."""
 
     def __init__(
         self,
@@ -69,12 +76,16 @@ class CaptureBuffer:
         *,
         clock: Callable[[], float] = time.time,
         accept: Callable[[BufferedMessage], bool] = lambda message: True,
+        shareable: Callable[[str], bool] = lambda channel_id: False,
     ) -> None:
         self.store = store
         self.policy = policy
         self.flush_fn = flush_fn
         self.clock = clock
         self.accept = accept  # asked again as each queued message is written: later switches win
+        # Whether a channel's messages may be read in one call with other such channels of its scope:
+        # the bot says yes for channels every member can read, so no call mixes words of different readers.
+        self.shareable = shareable
         self._queue: list[_Op] = []
         self._wakeup = asyncio.Event()
         self._written = asyncio.Event()
@@ -109,7 +120,7 @@ class CaptureBuffer:
         """Load what a previous run left in the buffer, then start writing and scheduling."""
         for pending in await self.store.call(Store.pending_channels):
             self._channels[pending.channel_id] = _ChannelState(
-                pending.count, pending.first_captured_at, pending.last_captured_at
+                pending.scope, pending.count, pending.first_captured_at, pending.last_captured_at
             )
         if self._channels:
             log.info("%d channels have buffered messages from a previous run", len(self._channels))
@@ -220,7 +231,7 @@ class CaptureBuffer:
         for message, at in adds:
             if message.is_bot:
                 continue
-            state = self._channels.setdefault(message.channel_id, _ChannelState(first_at=at))
+            state = self._channels.setdefault(message.channel_id, _ChannelState(message.scope, first_at=at))
             if state.count == 0:
                 state.first_at = at
             state.count += 1
@@ -228,64 +239,106 @@ class CaptureBuffer:
 
     # ---- scheduling --------------------------------------------------------------------------------------
 
-    def due(self, state: _ChannelState, now: float) -> bool:
+    def due(self, channel_id: str, now: float) -> list[str] | None:
+        """The channels to flush together if `channel_id` is due, else None.
+
+        Due: full, old, or quiet with at least `quiet_min_messages` human messages in the chunk it would
+        make together with the channels that may share its call.
+        """
+        state = self._channels[channel_id]
         if state.count == 0 or now < state.retry_at:
-            return False
+            return None
         p = self.policy
-        return (
-            state.count >= p.max_messages
-            or now - state.last_at >= p.quiet_seconds
-            or now - state.first_at >= p.max_age_seconds
+        if state.count >= p.max_messages or now - state.first_at >= p.max_age_seconds:
+            return self.companions(channel_id, now)
+        if now - state.last_at < p.quiet_seconds:
+            return None
+        group = self.companions(channel_id, now)
+        return group if sum(self._channels[c].count for c in group) >= p.quiet_min_messages else None
+
+    def companions(self, channel_id: str, now: float) -> list[str]:
+        """`channel_id` and the channels that may share its flush: others of its scope, both `shareable`,
+        with buffered messages, oldest first, as long as they fit in one chunk. Channels flushing or
+        backing off after a failure stay out."""
+        lead = self._channels[channel_id]
+        group = [channel_id]
+        if not self.shareable(channel_id):
+            return group
+        room = self.policy.max_messages - lead.count
+        others = sorted(
+            (s.first_at, cid)
+            for cid, s in self._channels.items()
+            if cid != channel_id
+            and s.scope == lead.scope
+            and s.count
+            and cid not in self._flushing
+            and now >= s.retry_at
         )
+        for _, cid in others:
+            count = self._channels[cid].count
+            if count <= room and self.shareable(cid):
+                group.append(cid)
+                room -= count
+        return group
 
     async def _scheduler(self) -> None:
         while True:
             now = self.clock()
-            for channel_id, state in list(self._channels.items()):
-                if channel_id not in self._flushing and self.due(state, now):
-                    self._start_flush(channel_id)
+            for channel_id in list(self._channels):
+                if channel_id not in self._flushing and (group := self.due(channel_id, now)):
+                    self._start_flush(group)
             await asyncio.sleep(self.policy.tick_seconds)
 
-    def _start_flush(self, channel_id: str) -> asyncio.Task[None]:
-        task = asyncio.create_task(self._run_flush(channel_id), name=f"flush-{channel_id}")
-        self._flushing[channel_id] = task
-        task.add_done_callback(lambda _: self._flushing.pop(channel_id, None))
+    def _start_flush(self, channel_ids: list[str]) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._run_flush(channel_ids), name=f"flush-{'+'.join(channel_ids)}")
+        for cid in channel_ids:
+            self._flushing[cid] = task
+
+        def done(_: asyncio.Task[None]) -> None:
+            for cid in channel_ids:
+                if self._flushing.get(cid) is task:
+                    del self._flushing[cid]
+
+        task.add_done_callback(done)
         return task
 
-    async def _run_flush(self, channel_id: str) -> None:
+    async def _run_flush(self, channel_ids: list[str]) -> None:
         async with self._semaphore:
-            state = self._channels.get(channel_id)
-            if state is None or self._stopping:  # a flush still waiting for its turn stays buffered
+            states = {cid: s for cid in channel_ids if (s := self._channels.get(cid)) is not None}
+            if not states or self._stopping:  # a flush still waiting for its turn stays buffered
                 return
-            taken = state.count
+            taken = sum(s.count for s in states.values())
             try:
-                await self.flush_fn(channel_id)
+                await self.flush_fn(list(states))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                state.failures += 1
-                delay = min(
-                    MAX_RETRY_DELAY_SECONDS, max(self.policy.quiet_seconds, 5.0) * 2 ** (state.failures - 1)
-                )
-                state.retry_at = self.clock() + delay
+                for state in states.values():
+                    state.failures += 1
+                    delay = min(
+                        MAX_RETRY_DELAY_SECONDS,
+                        max(self.policy.quiet_seconds, 5.0) * 2 ** (state.failures - 1),
+                    )
+                    state.retry_at = self.clock() + delay
                 log.warning(
-                    "flush of channel %s failed (%s); messages stay buffered, retry in %.0fs",
-                    channel_id,
+                    "flush of channels %s failed (%s); messages stay buffered, retry in %.0fs",
+                    ", ".join(states),
                     exc,
                     delay,
                 )
                 return
-            state.failures = 0
-            state.retry_at = 0.0
             # Messages captured while the flush ran stay counted for the next one.
-            remaining = await self.store.call(Store.pending_channels)
-            left = next((p for p in remaining if p.channel_id == channel_id), None)
-            if left is None:
-                self._channels.pop(channel_id, None)
-            else:
-                state.count, state.first_at = left.count, left.first_captured_at
-                state.last_at = max(state.last_at, left.last_captured_at)
-            log.debug("flushed channel %s (%d messages were buffered)", channel_id, taken)
+            remaining = {p.channel_id: p for p in await self.store.call(Store.pending_channels)}
+            for cid, state in states.items():
+                state.failures = 0
+                state.retry_at = 0.0
+                left = remaining.get(cid)
+                if left is None:
+                    self._channels.pop(cid, None)
+                else:
+                    state.count, state.first_at = left.count, left.first_captured_at
+                    state.last_at = max(state.last_at, left.last_captured_at)
+            log.debug("flushed channels %s (%d messages were buffered)", ", ".join(states), taken)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
         """Flush one channel (or all) until its buffer is empty, ignoring the schedule; errors propagate.
@@ -316,12 +369,12 @@ class CaptureBuffer:
             if left is None:
                 self._channels.pop(channel_id, None)
                 return
-            state = self._channels.setdefault(channel_id, _ChannelState())
+            state = self._channels.setdefault(channel_id, _ChannelState(left.scope))
             state.count, state.retry_at = left.count, 0.0
             if before is not None and left.count >= before:  # nothing consumed: leave the rest for later
                 return
             before = left.count
-            await self.flush_fn(channel_id)
+            await self.flush_fn([channel_id])
 
     @property
     def flushes_running(self) -> int:

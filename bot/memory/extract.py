@@ -85,15 +85,21 @@ def _speaker_handles(chunk: list[BufferedMessage]) -> dict[str, str]:
 
 def render_chunk(chunk: list[BufferedMessage], now: datetime) -> ChunkView:
     """One line per message, 'm3 14:02 alice: text', times to the minute, a date line when the day
-    changes; background blocks stripped and text cleaned, line breaks shown as ' / '."""
+    changes, a '== channel 2 ==' line where another channel's messages start (when quiet channels share
+    a call); background blocks stripped and text cleaned, line breaks shown as ' / '."""
     handles = _speaker_handles(chunk)
     local_ids: dict[str, str] = {}
     lines: list[str] = []
     day = ""
+    channels = list(dict.fromkeys(m.channel_id for m in chunk))
+    channel = ""
     for m in chunk:
         text = clean(strip_background_blocks(m.content))
         if not text:
             continue
+        if len(channels) > 1 and m.channel_id != channel:  # several channels share the call
+            channel, day = m.channel_id, ""
+            lines.append(f"== channel {channels.index(channel) + 1} ==")
         local = f"m{len(local_ids) + 1}"
         local_ids[local] = m.message_id
         when = _minute(m.created_at)

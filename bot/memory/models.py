@@ -150,6 +150,7 @@ class BufferedMessage:
 @dataclass(frozen=True)
 class PendingChannel:
     channel_id: str
+    scope: str
     count: int
     first_captured_at: float
     last_captured_at: float

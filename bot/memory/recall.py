@@ -28,6 +28,7 @@ from bot.memory.text import xml_safe
 log = logging.getLogger(__name__)
 
 KEYWORD_WEIGHT = 0.3  # RECALL_KEYWORD_WEIGHT's default; see fuse()
+CONTEXT_WEIGHT = 0.3  # RECALL_CONTEXT_WEIGHT's default; see blend()
 _NAME_WORDS = re.compile(r"\w+", re.UNICODE)
 FACT_OVERHEAD_TOKENS = 12
 USER_OVERHEAD_TOKENS = 16
@@ -105,6 +106,18 @@ def fuse(
 def name_words(name: str) -> list[str]:
     """The words of a person's name: in all of their facts, so they tell a keyword search nothing."""
     return _NAME_WORDS.findall(name)
+
+
+def blend(message: list[float], context: list[float], context_weight: float) -> list[float]:
+    """The query vector: the message being answered, leaned towards the talk before it by `context_weight`.
+
+    Embedding the joined turns gave each turn an equal say, so a question after two lines of small talk
+    found facts about the small talk; the message itself now dominates, and a short follow-up ("and
+    her?") still borrows its subject from the context.
+    """
+    mixed = [(1 - context_weight) * a + context_weight * b for a, b in zip(message, context, strict=True)]
+    norm = math.sqrt(sum(x * x for x in mixed)) or 1.0
+    return [x / norm for x in mixed]
 
 
 def estimate_tokens(text: str) -> int:
@@ -234,6 +247,7 @@ class Recaller:
         token_budget: int,
         pool: int = 20,
         keyword_weight: float = KEYWORD_WEIGHT,
+        context_weight: float = CONTEXT_WEIGHT,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -242,6 +256,7 @@ class Recaller:
         self.token_budget = token_budget
         self.pool = max(pool, facts_per_person)
         self.keyword_weight = keyword_weight
+        self.context_weight = context_weight
         self.latencies_ms: list[float] = []
 
     async def recall(
@@ -251,19 +266,24 @@ class Recaller:
         query: str,
         *,
         audience: Audience,
+        context: str = "",
         vector: list[float] | None = None,
     ) -> RecallResult:
         """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
+        `query`: the message being answered; `context`: the turns before it, which lean the search towards
+        the talk (`blend`) and add keywords after the message's own. Both are embedded in one request.
         `vector`: the query's embedding when the caller already has it (many queries embedded at once).
         """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
         if not people:
             return RecallResult("")
-        query = query.strip()
-        if vector is None and query:
-            vector = (await self.embedder.embed([query], "query"))[0]
+        query, context = query.strip(), context.strip()
+        if vector is None and (query or context):
+            vector = await self.query_vector(query, context)
+        if context:
+            query = f"{query}\n{context}".strip()
         hits = await self.store.call(
             gather_hits,
             scope,
@@ -283,3 +303,11 @@ class Recaller:
         self.latencies_ms.append(elapsed)
         del self.latencies_ms[:-1000]
         return RecallResult(render_block(people, chosen), chosen, elapsed)
+
+    async def query_vector(self, message: str, context: str) -> list[float]:
+        """One embedding request for the message and its context, blended so the message dominates."""
+        texts = [t for t in (message, context) if t]
+        vectors = await self.embedder.embed(texts, "query")
+        if len(vectors) == 1:
+            return vectors[0]
+        return blend(vectors[0], vectors[1], self.context_weight)

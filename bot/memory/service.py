@@ -94,6 +94,7 @@ class MemoryService:
             max_distance=settings.recall_max_distance,
             token_budget=settings.recall_token_budget,
             keyword_weight=settings.recall_keyword_weight,
+            context_weight=settings.recall_context_weight,
         )
         self.capture_buffer = CaptureBuffer(
             store,
@@ -102,8 +103,9 @@ class MemoryService:
                 max_messages=settings.memory_flush_max_messages,
                 max_age_seconds=settings.memory_flush_max_age_seconds,
                 concurrency=settings.memory_flush_concurrency,
+                quiet_min_messages=settings.memory_flush_min_messages,
             ),
-            self.flush_channel,
+            self.flush_channels,
             accept=self._wanted,
         )
         self._listeners: list[Listener] = []
@@ -268,21 +270,37 @@ class MemoryService:
 
     # ---- flushing --------------------------------------------------------------------------------------
 
+    def share_calls_between(self, shareable: Callable[[str], bool]) -> None:
+        """Let quiet channels of one scope share an extraction call when `shareable` says yes for each
+        (the bot: channels every member can read); by default every channel has calls of its own."""
+        self.capture_buffer.shareable = shareable
+
     async def flush_channel(self, channel_id: str) -> int:
-        """Extract and consolidate one channel's oldest buffered chunk; returns the number of changes.
+        """Extract and consolidate one channel's oldest buffered chunk; returns the number of changes."""
+        return await self.flush_channels([channel_id])
+
+    async def flush_channels(self, channel_ids: list[str]) -> int:
+        """One extraction over the oldest buffered messages of channels of one scope (the chunk size in
+        all), each message keeping its channel; returns the number of changes.
 
         On a Gemini failure nothing is written and the messages stay buffered for a later attempt.
         """
-        chunk = await self.store.call(
-            Store.pending_messages, channel_id, self.settings.memory_flush_max_messages
-        )
+        chunk: list[BufferedMessage] = []
+        for channel_id in channel_ids:
+            room = self.settings.memory_flush_max_messages - len(chunk)
+            if room <= 0:
+                break
+            part = await self.store.call(Store.pending_messages, channel_id, room)
+            if part and chunk and part[0].scope != chunk[0].scope:
+                continue  # a caller's mistake; scopes never share a call
+            if part and not self.still_captured(part[0]):  # switched off or ignored meanwhile
+                await self.store.call(Store.delete_pending_messages, [m.message_id for m in part])
+                continue
+            chunk += part
         if not chunk:
             return 0
         scope = chunk[0].scope
         ids = [m.message_id for m in chunk]
-        if not self.still_captured(chunk[0]):  # memory was switched off, or the channel ignored, meanwhile
-            await self.store.call(Store.delete_pending_messages, ids)
-            return 0
         try:
             with usage_scope(scope):  # what this costs shows in the server's own /memory-admin stats
                 facts, refused = await self._extract(chunk)
@@ -358,6 +376,7 @@ class MemoryService:
         query: str,
         *,
         audience: Audience,
+        context: str = "",
         count_retrievals: bool = True,
         vector: list[float] | None = None,
     ) -> RecallResult:
@@ -366,7 +385,9 @@ class MemoryService:
         The operator's `recall` command looks without counting, so evaluating memory leaves it unchanged.
         """
         present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
-        result = await self.recaller.recall(scope, present, query, audience=audience, vector=vector)
+        result = await self.recaller.recall(
+            scope, present, query, audience=audience, context=context, vector=vector
+        )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Store.record_retrievals, result.fact_ids))
         return result

@@ -49,7 +49,7 @@ from bot.memory.models import (
     iso,
     utcnow,
 )
-from bot.memory.text import STOPWORDS, fold
+from bot.memory.text import STOPWORDS, fold, stem
 
 MIGRATIONS: list[str] = [
     # 1: the whole first schema.
@@ -179,23 +179,24 @@ def owner_token(scope: str, user_id: str) -> str:
 
 
 def keyword_query(text: str, *, max_terms: int = 12, ignore: Iterable[str] = ()) -> str | None:
-    """An FTS5 OR-query of the informative words of `text`, each quoted, or None when there are none.
+    """An FTS5 OR-query of the stems of the informative words of `text`, each a quoted prefix, or None.
 
     `ignore`: words that say nothing within the searched facts (the person's own name, in all of them).
     """
     skip = {fold(w) for w in ignore}
     terms: list[str] = []
     for word in _WORD.findall(text.lower()):
-        if len(word) < 3 or word in STOPWORDS or (word.isdigit() and len(word) > 8) or word in terms:
+        if len(word) < 3 or word in STOPWORDS or (word.isdigit() and len(word) > 8):
             continue
-        if fold(word) in skip:
+        folded = fold(word)
+        if folded in skip or stem(folded) in terms:
             continue
-        terms.append(word)
+        terms.append(stem(folded))
         if len(terms) >= max_terms:
             break
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join('"' + t.replace('"', '""') + '"*' for t in terms)
 
 
 def keyword_terms(query: str) -> list[str]:
@@ -211,12 +212,12 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     """
     tokens = [_WORD.findall(fold(t)) for t in texts]
     average = sum(len(t) for t in tokens) / len(tokens) or 1.0
-    df = {w: sum(w in t for t in tokens) for w in terms}
+    df = {w: sum(any(x.startswith(w) for x in t) for t in tokens) for w in terms}
     scores = []
     for i, toks in enumerate(tokens):
         score = 0.0
         for w in terms:
-            tf = toks.count(w)
+            tf = sum(t.startswith(w) for t in toks)
             if tf:
                 idf = math.log(1 + (total - df[w] + 0.5) / (df[w] + 0.5))
                 score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(toks) / average))
@@ -528,10 +529,10 @@ class Store:
 
     def pending_channels(self) -> list[PendingChannel]:
         rows = self.conn.execute(
-            "SELECT channel_id, count(*), min(captured_at), max(captured_at) FROM pending_messages "
+            "SELECT channel_id, min(scope), count(*), min(captured_at), max(captured_at) FROM pending_messages "
             "WHERE is_bot = 0 GROUP BY channel_id"
         ).fetchall()
-        return [PendingChannel(r[0], r[1], r[2], r[3]) for r in rows]
+        return [PendingChannel(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     def pending_messages(self, channel_id: str, limit: int) -> list[BufferedMessage]:
         """The oldest `limit` buffered messages of a channel, in arrival order."""

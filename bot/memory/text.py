@@ -77,6 +77,21 @@ def fold(text: str) -> str:
 
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
+# Longest first; a word keeps at least _MIN_STEM characters, so "lives", "living" and "lived" share "liv".
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s", "ic", "y", "e")
+_MIN_STEM = 3
+
+
+def stem(word: str) -> str:
+    """A crude English stem, used as a prefix: "allergies", "allergic" and "allergy" all become "allerg".
+
+    Keyword search matches the stem as a prefix, so the inflections people use in questions ("where does
+    she live?") find the fact's ("lives in Porto") without a stemming tokenizer in the index.
+    """
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
+    return word
 
 
 def content_words(text: str) -> set[str]:
