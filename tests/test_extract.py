@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from bot.llm.prompts import EXTRACT_SYSTEM, ExtractionResult
 from bot.memory.extract import accept_facts, render_chunk
 from bot.memory.models import BufferedMessage
+from bot.memory.third_person import third_person
 
 NOW = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)
 PEOPLE = {"1234567890123456781": "alice", "1234567890123456782": "bob", "1234567890123456783": "carol"}
@@ -103,3 +104,46 @@ def test_attribution_goes_by_who_said_it_not_only_by_the_cited_ids() -> None:
         (alice, "alice moved to Tromsø", (chunk[0].message_id,)),
         (bob, "bob teaches chemistry at a school", (chunk[1].message_id,)),
     }
+
+
+def test_a_line_copied_in_the_first_person_belongs_to_whoever_wrote_it() -> None:
+    alice, bob, carol = list(PEOPLE)
+    chunk = [
+        message(1, alice, "I'm learning Japanese on the side"),
+        message(2, bob, "I'm learning Korean for a trip"),
+        message(3, carol, "I teach maths and my cat is called Miso"),
+    ]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        # bob's line copied under alice's name, citing her message: bob's, rewritten about him
+        {"speaker": "alice", "text": "I'm learning Korean for a trip", "sources": ["m1"]},
+        # alice's own line in the first person: hers, rewritten
+        {"speaker": "alice", "text": "I'm learning Japanese", "sources": ["m1"]},
+        # bob's line, but the fact names alice: nobody's
+        {"speaker": "alice", "text": "alice is learning Korean for a trip", "sources": ["m1"]},
+        # carol's line filed under carol, mid-sentence "my" too
+        {"speaker": "carol", "text": "I teach maths and my cat is called Miso", "sources": ["m3"]},
+        # a question copied as a fact states nothing
+        {"speaker": "carol", "text": "should I get a tattoo?", "sources": ["m3"]},
+    )
+    kept = {(f.user_id, f.text, tuple(f.source_message_ids)) for f in accept_facts(result, chunk, view)}
+    assert kept == {
+        (bob, "bob is learning Korean for a trip", (chunk[1].message_id,)),
+        (alice, "alice is learning Japanese", (chunk[0].message_id,)),
+        (carol, "carol teaches maths and their cat is called Miso", (chunk[2].message_id,)),
+    }
+
+
+def test_third_person_rewrites_english_first_person_subjects_only() -> None:
+    cases = {
+        "I live in Porto": "Ana lives in Porto",
+        "I've started learning Portuguese": "Ana has started learning Portuguese",
+        "I study law": "Ana studies law",
+        "I quit my job": "Ana quit their job",
+        "My cat is called Miso": "Ana's cat is called Miso",
+        "I can speak French": "Ana can speak French",
+        "Ana lives in Porto": "Ana lives in Porto",
+        "Ich wohne in Berlin": "Ich wohne in Berlin",
+        "big news: I moved": "big news: I moved",
+    }
+    assert {text: third_person(text, "Ana") for text in cases} == cases

@@ -217,8 +217,15 @@ async def test_a_refusal_to_consolidate_keeps_the_new_fact_instead_of_blocking_t
 async def test_duplicate_adds_nothing_but_the_source(
     service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
 ) -> None:
-    old, _ = await decide(service, llm, embedder, {"decision": "DUPLICATE", "target_fact_id": "OLD"})
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Alice resides in Paris"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice resides in Paris", ["m1"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [{"new_fact": 0, "decision": "DUPLICATE", "target_fact_id": old}]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "I reside in Paris"))
     store = service.store.sync
+    assert llm.count(Purpose.CONSOLIDATE) == 1
     assert active_texts(store, "alice") == ["Alice lives in Paris"]
     assert set(store.get_fact(old).source_message_ids) == {"seed", "m1"}  # type: ignore[union-attr]
     assert ("duplicate", old) in {(e["kind"], e["fact_id"]) for e in store.events(SCOPE, "alice")}
@@ -410,3 +417,91 @@ async def test_a_merge_of_a_fact_that_adds_nothing_is_a_duplicate(
     [kept] = service.store.sync.list_facts(SCOPE, "alice")
     assert (kept.id, kept.text) == (old, "Alice lives in Paris, in France")  # nothing lost
     assert set(kept.source_message_ids) == {"seed", "m1"}
+
+
+@pytest.mark.parametrize(
+    ("known", "new", "decision", "active"),
+    [
+        # a refinement says all the old fact said and more: merged into the new text
+        (
+            "Alice works as a nurse",
+            "Alice works as a nurse in the children's ward",
+            Decision.MERGE,
+            ["Alice works as a nurse in the children's ward"],
+        ),
+        # a repeat in other words adds no informative word
+        ("Alice works as a nurse", "Alice is a nurse", Decision.DUPLICATE, ["Alice works as a nurse"]),
+    ],
+)
+async def test_the_words_settle_repeats_and_refinements_without_a_model(
+    service: MemoryService,
+    llm: FakeLLM,
+    embedder: FakeEmbedder,
+    known: str,
+    new: str,
+    decision: Decision,
+    active: list[str],
+) -> None:
+    old = await seed(service, "alice", known, unit(1.0), embedder)
+    embedder.vectors[new] = angled(25)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
+    changes: list[Any] = []
+    service.add_listener(lambda event: changes.extend(event.detail.get("changes", [])))
+    await capture_and_flush(service, msg("m1", "alice", "I told you"))
+    assert llm.count(Purpose.CONSOLIDATE) == 0
+    assert [(c.decision, c.target_id) for c in changes] == [(decision, old)]
+    assert active_texts(service.store.sync, "alice") == active
+    [kept] = service.store.sync.list_facts(SCOPE, "alice")
+    assert set(kept.source_message_ids) == {"seed", "m1"}  # both statements stay its sources
+
+
+@pytest.mark.parametrize(
+    ("known", "new"),
+    [
+        ("Alice is vegetarian", "Alice is no longer vegetarian"),
+        ("Alice is no longer vegetarian", "Alice is vegetarian"),
+        ("Alice works as a nurse", "Alice used to work as a nurse"),
+    ],
+)
+async def test_a_word_that_can_turn_a_fact_around_leaves_the_decision_to_the_model(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder, known: str, new: str
+) -> None:
+    await seed(service, "alice", known, unit(1.0), embedder)
+    embedder.vectors[new] = angled(25)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
+    await capture_and_flush(service, msg("m1", "alice", "news"))
+    assert llm.count(Purpose.CONSOLIDATE) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "new", "active"),
+    [
+        # a duplicate that would drop a place the old fact does not name: both are kept
+        ("DUPLICATE", "Alice lives in Berlin", ["Alice lives in Berlin", "Alice lives in Paris"]),
+        # a duplicate of a fact saying it changed: the new one replaces the old
+        ("DUPLICATE", "Alice moved to Berlin", ["Alice moved to Berlin"]),
+        # a merge of a fact saying it changed, with nothing added alongside: the new one replaces the old
+        ("MERGE", "Alice lives in Berlin now", ["Alice lives in Berlin now"]),
+        # "also": the merge stands
+        ("MERGE", "Alice now also lives in Berlin", ["Alice lives in Paris and also in Berlin"]),
+    ],
+)
+async def test_a_decision_that_would_lose_what_the_new_fact_changes_is_corrected(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder, answer: str, new: str, active: list[str]
+) -> None:
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors[new] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [
+            {
+                "new_fact": 0,
+                "decision": answer,
+                "target_fact_id": old,
+                "merged_text": "Alice lives in Paris and also in Berlin",
+            }
+        ]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "news"))
+    assert llm.count(Purpose.CONSOLIDATE) == 1
+    assert active_texts(service.store.sync, "alice") == active

@@ -29,6 +29,7 @@ from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, content_words, fold, worth_reading
 
 log = logging.getLogger(__name__)
+_WORDS = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
@@ -202,6 +203,8 @@ class Consolidator:
                 operations.append(
                     Operation(Decision.DUPLICATE, fact, candidates[0][0].id, reason="near-identical")
                 )
+            elif settled := settled_by_words(fact, candidates):
+                operations.append(settled)
             else:
                 pending.append(_Pending(fact, candidates))
         return operations, pending
@@ -269,11 +272,26 @@ class Consolidator:
         if d.target_fact_id not in candidate_ids:
             log.info("consolidation named fact %r, not a candidate; keeping the new fact", d.target_fact_id)
             return Operation(Decision.KEEP, p.fact, reason="unknown target id")
+        target = next(f for f, _ in p.candidates if f.id == d.target_fact_id)
+        if decision in (Decision.MERGE, Decision.DUPLICATE) and (
+            corrected := change_verdict(decision, target.text, p.fact.text, p.fact.user_name)
+        ):
+            log.info(
+                "a %s of fact %d would lose what the new fact changes; applying %s",
+                decision,
+                target.id,
+                corrected,
+            )
+            return Operation(
+                corrected,
+                p.fact,
+                target.id if corrected is Decision.INVALIDATE else None,
+                reason=f"{decision.value.lower()} that loses a change",
+            )
         if decision is Decision.MERGE:
             merged = clean(d.merged_text or "", MAX_FACT_CHARS)
             if not worth_reading(merged):
                 return Operation(Decision.KEEP, p.fact, reason="merge without text")
-            target = next(f for f, _ in p.candidates if f.id == d.target_fact_id)
             verdict = merge_verdict(target.text, p.fact.text, merged, p.fact.user_name)
             if verdict is not Decision.MERGE:
                 log.info("a merge into fact %d %s; applying %s", target.id, MERGE_FAULTS[verdict], verdict)
@@ -285,6 +303,87 @@ class Consolidator:
                 )
             return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
         return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)
+
+
+# Words that can turn a fact around ("not", "no longer", "used to", "moved", "quit", "now"): a new
+# fact holding one its candidate lacks may change it, so only a model may settle it. English first,
+# with the commonest negations of a few other languages; a missing word only costs a model call.
+TURNING_WORDS = frozenset(
+    "not no never nor none nothing nobody anymore longer stopped quit quitting former formerly ex used "
+    "moved moving left leaving now previously until instead doesn don isn wasn aren weren didn won hasn "
+    "haven hadn cannot ne pas plus jamais nicht kein keine keinen nie mehr nunca nada ya ahora non".split()
+)
+
+
+def turning_words(text: str) -> set[str]:
+    return {w for w in _WORDS.findall(fold(text)) if w in TURNING_WORDS}
+
+
+def settled_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Operation | None:
+    """Settle without a model what the words alone settle, nearest candidate first: DUPLICATE when the
+    new fact adds no informative word to a known one; MERGE into the new text when it holds every
+    informative word of a known one and more (it says all the old fact said, plus a detail). Never when
+    the two differ in a word that can turn a fact around ("Ben is vegetarian" after "Ben is no longer
+    vegetarian" is news).
+
+    Small models answered KEEP for most of both (bench/quality.py), storing a second copy or leaving
+    the old text beside its refinement; the words settle them for free.
+    """
+    names = content_words(fact.user_name)
+    new_words = content_words(fact.text) - names
+    if not new_words:
+        return None
+    for known, _ in candidates:
+        if turning_words(fact.text) != turning_words(known.text):
+            return None
+        old_words = content_words(known.text) - names
+        if new_words <= old_words:
+            return Operation(Decision.DUPLICATE, fact, known.id, reason="adds no word")
+        if old_words and old_words < new_words:
+            return Operation(
+                Decision.MERGE, fact, known.id, merged_text=fact.text, reason="says all of it and more"
+            )
+    return None
+
+
+# Words that say a fact changed ("now", "no longer", "moved"), and words that say it grew ("also").
+CHANGE_WORDS = frozenset(
+    "now longer anymore moved quit stopped former formerly ex instead switched changed left".split()
+)
+ADDITION_WORDS = frozenset("also too another additionally".split())
+
+
+def change_verdict(decision: Decision, old: str, new: str, name: str = "") -> Decision | None:
+    """What a model's MERGE or DUPLICATE should be when it would lose what the new fact changes.
+
+    A new fact that says it changed ("Emi works as a baker now", "Gus is no longer vegetarian") and
+    adds nothing alongside ("also") replaces its candidate: INVALIDATE, not a merged text holding both.
+    A DUPLICATE would drop the new fact: INVALIDATE when it says it changed ("Ana moved to Lyon"), KEEP
+    when it names something the old one does not ("Chloe lives in Bergen" after Ghent: both stay, a
+    wrong pair being safer than a lost fact); other words are taken for a paraphrase ("named"/"called").
+    None: the decision stands. Small models answered MERGE or DUPLICATE for most replacements
+    (bench/quality.py).
+    """
+    new_words = set(_WORDS.findall(fold(new)))
+    old_words = set(_WORDS.findall(fold(old)))
+    changed = (new_words & CHANGE_WORDS) - old_words
+    if decision is Decision.MERGE:
+        return Decision.INVALIDATE if changed and not new_words & ADDITION_WORDS else None
+    if changed:
+        return Decision.INVALIDATE
+    return Decision.KEEP if _names_and_numbers(new, name) - old_words else None
+
+
+def _names_and_numbers(text: str, name: str) -> set[str]:
+    """Folded words of `text` that name something (capitalised after the first word) or hold a digit,
+    the person's own name aside: what a paraphrase keeps and new information brings."""
+    own = {fold(w) for w in _WORDS.findall(name)}
+    words = _WORDS.findall(text)
+    return {
+        fold(w)
+        for i, w in enumerate(words)
+        if (any(c.isdigit() for c in w) or (i > 0 and w[:1].isupper())) and fold(w) not in own
+    }
 
 
 MERGE_FAULTS = {

@@ -28,6 +28,7 @@ from bot.llm.prompts import (
 )
 from bot.memory.models import BufferedMessage, NewFact, Origin, utcnow
 from bot.memory.text import clean, content_words, fold, strip_background_blocks, worth_reading
+from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,9 @@ MAX_FACT_CHARS = 500
 # everything after extraction (embedding, de-duplication, candidates) grows with the number of facts.
 MAX_FACTS_PER_SPEAKER = 40
 MAX_FACTS_PER_CHUNK = 100
+COPIED_SHARE = (
+    0.6  # a fact is another speaker's copied line when one of their lines holds this share of its words
+)
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -165,13 +169,31 @@ def _support(fact_words: set[str], texts: list[str]) -> int:
     return len(fact_words & said)
 
 
+def _copied_from(
+    words: set[str], user_id: str, chunk: list[BufferedMessage], texts: dict[str, str]
+) -> str | None:
+    """The author whose one line holds most of a fact's words when none of `user_id`'s lines holds as
+    many: the model copied someone else's line. None when the owner's lines do as well."""
+    if not words:
+        return None
+    best: dict[str, float] = {}
+    for m in chunk:
+        if not m.is_bot:
+            share = _support(words, [texts[m.message_id]]) / len(words)
+            best[m.author_id] = max(best.get(m.author_id, 0.0), share)
+    own = best.get(user_id, 0.0)
+    leader = max(best, key=lambda uid: best[uid])
+    return leader if leader != user_id and best[leader] >= COPIED_SHARE and best[leader] > own else None
+
+
 def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: ChunkView) -> list[NewFact]:
     """Validate the model's answer against the chunk: right speaker, own sources, no duplicates.
 
     Attribution does not rest on cited ids alone. A fact whose text is about another speaker (or the
     bot) is refused whatever it cites; one whose words only someone else said is refused even when it
     cites the owner; one that cites a neighbour's message but whose words its owner did say is kept,
-    with the owner's messages as sources.
+    with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
+    it (small models copy lines and file them under the wrong speaker), and is rewritten about them.
     """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
@@ -185,16 +207,17 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     seen: set[tuple[str, str]] = set()
     per_speaker: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
+    names = {fold(h) for h in view.handles.values()} | {bot_name}
     for item in result.facts:
         user_id = _speaker_of(item.speaker, view, humans)
         if user_id is None:
             log.info("refused an extracted fact about %r: not a human speaker of this chunk", item.speaker)
             continue
-        if per_speaker[user_id] >= MAX_FACTS_PER_SPEAKER or len(accepted) >= MAX_FACTS_PER_CHUNK:
-            dropped[user_id] += 1
-            continue
         text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
-        if not worth_reading(text) or (user_id, text.casefold()) in seen:
+        if not worth_reading(text):
+            continue
+        if text.rstrip().endswith("?"):  # a copied question ("should I get a tattoo?") states nothing
+            log.info("refused an extracted fact for %r: it is a question", user_id)
             continue
         if item.sensitive:  # kept only when the person asks for it (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
@@ -205,8 +228,20 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
                 "refused an extracted fact for %r: it is about %r", user_id, humans.get(subject, subject)
             )
             continue
-        names = {fold(h) for h in view.handles.values()} | {bot_name}
         words = {w for w in content_words(text) if w not in names}
+        copied = _copied_from(words, user_id, chunk, texts)
+        if copied is not None:
+            if subject is not None:  # it names its speaker, but only someone else's line says it
+                log.info("refused an extracted fact for %r: another speaker's line says it", user_id)
+                continue
+            # A line copied in the first person is about whoever wrote that line.
+            user_id = copied
+        text = third_person(text, humans[user_id])
+        if (user_id, text.casefold()) in seen:
+            continue
+        if per_speaker[user_id] >= MAX_FACTS_PER_SPEAKER or len(accepted) >= MAX_FACTS_PER_CHUNK:
+            dropped[user_id] += 1
+            continue
         own = own_messages[user_id]
         others = [mid for uid, mids in own_messages.items() if uid != user_id for mid in mids]
         owner_support = _support(words, [texts[mid] for mid in own])

@@ -1,0 +1,92 @@
+"""A fact a model copied in the first person ("I live in Porto"), rewritten about its owner
+("Ana lives in Porto").
+
+Small models copy a speaker's line instead of restating it. Stored as it is, "I live in Porto" is
+ambiguous wherever the fact travels without its owner beside it: next to other people's facts in the
+reply prompt ("I" reads as the bot), in the consolidation prompt, in the admin log. Only English is
+rewritten, and only a sentence that starts with its subject ("I ...", "I'm ...", "My ..."); anything else
+is left as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+
+Rules = tuple[tuple[re.Pattern[str], str], ...]
+
+
+def _rules(*pairs: tuple[str, str]) -> Rules:
+    return tuple((re.compile(pattern, re.I), replacement) for pattern, replacement in pairs)
+
+
+# Leading subject -> its third-person form ("{name}" is the owner). Longest first.
+_LEADING = _rules(
+    (r"^i\s*'\s*m\b|^i am\b|^im\b", "{name} is"),
+    (r"^i\s*'\s*ve\b|^i have\b", "{name} has"),
+    (r"^i\s*'\s*ll\b|^i will\b", "{name} will"),
+    (r"^i was\b", "{name} was"),
+    (r"^my\b", "{name}'s"),
+)
+_I_VERB = re.compile(
+    r"^i\s+((?:also|still|really|just|now|recently|usually|often|sometimes|mostly)\s+)?([a-z]+)\b", re.I
+)
+_MODALS = frozenset("can could would should must may might shall will do did don't can't won't".split())
+# Past forms without -ed, which take no -s.
+_PAST = frozenset(
+    "got went had did made took left came saw began became bought sold grew ran won lost quit put set "
+    "found met knew thought told said gave kept felt built spent taught caught brought fought wrote "
+    "drove rode broke chose spoke stole forgot sang swam drank ate fell".split()
+)
+# Later mentions of the speaker, after the subject is rewritten.
+_LATER = _rules(
+    (r"\bi\s*'\s*m\b|\bi am\b", "they're"),
+    (r"\bi was\b", "they were"),
+    (r"\bi\s*'\s*ve\b", "they've"),
+    (r"\bi\s*'\s*d\b", "they'd"),
+    (r"\bi\s*'\s*ll\b", "they'll"),
+    (r"\bi\b", "they"),
+    (r"\bmyself\b", "themselves"),
+    (r"\bmine\b", "theirs"),
+    (r"\bmy\b", "their"),
+    (r"\bme\b", "them"),
+)
+
+
+def third_person(text: str, name: str) -> str:
+    """`text` about `name` when it starts with an English first-person subject; else `text` unchanged."""
+    stripped = text.strip()
+    for pattern, replacement in _LEADING:
+        if pattern.match(stripped):
+            head = pattern.sub(replacement.format(name=name), stripped, count=1)
+            return _later(head, len(replacement.format(name=name)))
+    match = _I_VERB.match(stripped)
+    if match is None:
+        return text
+    adverb, verb = match.group(1) or "", match.group(2)
+    head = f"{name} {adverb}{_third_person_verb(verb)}"
+    return _later(head + stripped[match.end() :], len(head))
+
+
+def _later(text: str, start: int) -> str:
+    """The rest of the sentence after its rewritten subject, with the speaker's other mentions."""
+    rest = text[start:]
+    for pattern, replacement in _LATER:
+        rest = pattern.sub(replacement, rest)
+    return text[:start] + rest
+
+
+def _third_person_verb(verb: str) -> str:
+    """'live' -> 'lives', 'teach' -> 'teaches', 'study' -> 'studies', 'have' -> 'has'; a modal or a
+    past form stays as it is."""
+    low = verb.lower()
+    if low in _MODALS or low in _PAST or low.endswith("ed"):
+        return verb
+    if low == "have":
+        return "has"
+    if low == "be":
+        return "is"
+    if re.search(r"(s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
