@@ -14,10 +14,10 @@ from bot.llm.gemini import GeminiClient, GeminiError, Purpose
 from bot.memory.capture import FlushPolicy
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
+from standins.brain import FakeBrain
+from standins.gemini import GeminiStandIn
 from tests.conftest import make_settings
-from tests.fake_brain import FakeBrain
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
-from tests.gemini_standin import GeminiStandIn
 from tests.test_capture import echo_extractor, wait_until
 from tests.test_pipeline import msg
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bot.memory.db import connect
-from tests.discord_standin import DiscordStandIn
+from standins.discord import DiscordStandIn
+from standins.gemini import GeminiStandIn
 from tests.e2e import eventually
-from tests.gemini_standin import GeminiStandIn
 from tests.test_cli import clean_env
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 from aiohttp import WSMsgType, web
 
-from tests.discord_standin.model import (
+from standins.discord.model import (
     BOT_ROLE_PERMISSIONS,
     EVERYONE_PERMISSIONS,
     FLAG_EPHEMERAL,
@@ -57,7 +57,7 @@ from tests.discord_standin.model import (
     thread_payload,
     user_payload,
 )
-from tests.discord_standin.records import Changes, InteractionRecord, RecordedRequest, StoredMessage
+from standins.discord.records import Changes, InteractionRecord, RecordedRequest, StoredMessage
 
 log = logging.getLogger(__name__)
 
