@@ -19,7 +19,7 @@ from bot.memory.models import Decision, NewFact, Operation
 from bot.memory.store import Store
 from standins.brain import FakeBrain
 from standins.gemini import GeminiStandIn, hashed_embedding
-from tests.test_cli import clean_env, import_three_dm_facts, run_cli
+from tests.integration.test_cli import clean_env, import_three_dm_facts, run_cli
 
 POISON = "poison"
 

@@ -15,7 +15,7 @@ from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
 from standins.brain import system_text
 from standins.discord.model import VIEW_CHANNEL, overwrite
-from tests.e2e import World, world
+from tests.e2e.world import World, world
 
 pytestmark = pytest.mark.e2e
 

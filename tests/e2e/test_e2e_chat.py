@@ -24,7 +24,7 @@ from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS
 from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload
-from tests.e2e import World, eventually, world
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

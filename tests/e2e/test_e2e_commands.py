@@ -24,7 +24,7 @@ from bot.cogs.memory_commands import (
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.memory.store import Store
 from standins.discord import Guild, InteractionRecord
-from tests.e2e import World, eventually, world
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

@@ -14,8 +14,8 @@ import pytest
 from bot.memory.db import connect
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
-from tests.e2e import eventually
-from tests.test_cli import clean_env
+from tests.e2e.world import eventually
+from tests.integration.test_cli import clean_env
 
 pytestmark = pytest.mark.e2e
 

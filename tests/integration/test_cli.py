@@ -17,7 +17,7 @@ from bot.memory.store import Store
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def run_cli(
