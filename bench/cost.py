@@ -36,7 +36,7 @@ from bot.memory.extract import extract_facts
 from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
 from bot.memory.service import MemoryService
 from bot.memory.store import Store
-from tests.gemini_standin import GeminiStandIn
+from standins.gemini import GeminiStandIn
 
 DIMENSIONS = 768
 SEED_CANDIDATES = 3

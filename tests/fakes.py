@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from bot.llm.gemini import GeminiError, Purpose
-from tests.fake_brain import read_chunk
+from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
 DIMS = 8
@@ -70,7 +70,7 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 class FakeLLM:
     """Answers generate_json from per-purpose handlers that receive the decoded prompt (JSON, or an
-    extraction's transcript as `fake_brain.read_chunk` reads it)."""
+    extraction's transcript as `standins.brain.read_chunk` reads it)."""
 
     def __init__(self, *, extract: Handler | None = None, consolidate: Handler | None = None) -> None:
         self.handlers: dict[Purpose, Handler] = {

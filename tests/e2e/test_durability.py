@@ -14,14 +14,14 @@ from bot.llm.gemini import GeminiClient, GeminiError, Purpose
 from bot.memory.capture import FlushPolicy
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
+from standins.brain import FakeBrain
+from standins.gemini import GeminiStandIn
 from tests.conftest import make_settings
-from tests.fake_brain import FakeBrain
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
-from tests.gemini_standin import GeminiStandIn
-from tests.test_capture import echo_extractor, wait_until
-from tests.test_pipeline import msg
+from tests.integration.test_capture import echo_extractor, wait_until
+from tests.integration.test_pipeline import msg
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.durability_child",
+        "tests.e2e.durability_child",
         str(db),
         "9",
         cwd=ROOT,

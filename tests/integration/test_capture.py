@@ -20,7 +20,7 @@ from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
-from tests.test_pipeline import SCOPE, msg
+from tests.integration.test_pipeline import SCOPE, msg
 
 
 def echo_extractor(payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The end-to-end world: the real MemoryBot (discord.py + google-genai) against both stand-ins on 127.0.0.1.
 
 Two guilds (Alpha, Beta), three people (alice is an admin of Alpha), a log channel in each guild, and a
-rule-based Gemini (tests/fake_brain.py) that learns first-person statements.
+rule-based Gemini (standins/brain.py) that learns first-person statements.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 from bot.client import MemoryBot
 from bot.memory.models import Fact
 from bot.memory.store import Store
+from standins.brain import FakeBrain
+from standins.discord import DiscordStandIn, Guild, run_bot
+from standins.gemini import GeminiStandIn
 from tests.conftest import make_settings
-from tests.discord_standin import DiscordStandIn, Guild, run_bot
-from tests.fake_brain import FakeBrain
-from tests.gemini_standin import GeminiStandIn
 
 
 async def eventually(

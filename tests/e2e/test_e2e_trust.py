@@ -13,9 +13,9 @@ import pytest
 
 from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
-from tests.discord_standin.model import VIEW_CHANNEL, overwrite
-from tests.e2e import World, eventually, world
-from tests.fake_brain import system_text
+from standins.brain import system_text
+from standins.discord.model import VIEW_CHANNEL, overwrite
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

@@ -22,9 +22,9 @@ from bot.llm.prompts import EXTRACT_TASK
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
 from bot.memory.service import MAX_BAD_ANSWERS
-from tests.discord_standin.model import thread_payload
-from tests.e2e import World, eventually, world
-from tests.fake_brain import last_user_text, read_chunk, system_text
+from standins.brain import last_user_text, read_chunk, system_text
+from standins.discord.model import thread_payload
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

@@ -17,9 +17,9 @@ from aiohttp import web
 
 from bot.memory.models import Decision, NewFact, Operation
 from bot.memory.store import Store
-from tests.fake_brain import FakeBrain
-from tests.gemini_standin import GeminiStandIn, hashed_embedding
-from tests.test_cli import clean_env, import_three_dm_facts, run_cli
+from standins.brain import FakeBrain
+from standins.gemini import GeminiStandIn, hashed_embedding
+from tests.integration.test_cli import clean_env, import_three_dm_facts, run_cli
 
 POISON = "poison"
 

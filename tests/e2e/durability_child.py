@@ -1,6 +1,6 @@
 """A bot-like process that captures messages and then waits to be killed (for the durability test).
 
-Usage: python -m tests.durability_child DATABASE_PATH COUNT
+Usage: python -m tests.e2e.durability_child DATABASE_PATH COUNT
 Prints CAPTURED once every message is committed to the buffer, then sleeps until SIGKILL.
 """
 
@@ -14,7 +14,7 @@ from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
-from tests.test_pipeline import msg
+from tests.integration.test_pipeline import msg
 
 
 async def main(path: Path, count: int) -> None:

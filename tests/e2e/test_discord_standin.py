@@ -12,7 +12,7 @@ import yarl
 from discord import app_commands
 from discord.ext import commands
 
-from tests.discord_standin import DiscordStandIn, Guild, run_bot
+from standins.discord import DiscordStandIn, Guild, run_bot
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 import discord
 import yarl
 
-from tests.discord_standin.server import DiscordStandIn
+from standins.discord.server import DiscordStandIn
 
 ClientT = TypeVar("ClientT", bound=discord.Client)
 

@@ -10,7 +10,7 @@ from typing import Any
 import discord
 import pytest
 
-from tests.e2e import World, eventually, world
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ import tomllib
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPENDENCIES: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 

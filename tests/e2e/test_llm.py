@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from bot.config import Settings
 from bot.llm import ChatTurn, GeminiClient, GeminiError, GeminiRefusal, Purpose
 from bot.llm.prompts import ConsolidationResult, ExtractionResult
-from tests.gemini_standin import GeminiStandIn, hashed_embedding
+from standins.gemini import GeminiStandIn, hashed_embedding
 
 API_KEY = "test-key-0123456789abcdef"
 DIMS = 64

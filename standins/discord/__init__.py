@@ -10,10 +10,10 @@ Usage::
             reply = await standin.wait_for_bot_message(guild.channels["general"])
 """
 
-from tests.discord_standin.model import Guild, Member
-from tests.discord_standin.records import InteractionRecord, RecordedRequest, StoredMessage
-from tests.discord_standin.runner import patch_discord_urls, run_bot
-from tests.discord_standin.server import DiscordStandIn
+from standins.discord.model import Guild, Member
+from standins.discord.records import InteractionRecord, RecordedRequest, StoredMessage
+from standins.discord.runner import patch_discord_urls, run_bot
+from standins.discord.server import DiscordStandIn
 
 __all__ = [
     "DiscordStandIn",

@@ -23,8 +23,8 @@ from bot.cogs.memory_commands import (
 )
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.memory.store import Store
-from tests.discord_standin import Guild, InteractionRecord
-from tests.e2e import World, eventually, world
+from standins.discord import Guild, InteractionRecord
+from tests.e2e.world import World, eventually, world
 
 pytestmark = pytest.mark.e2e
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.memory.db import connect
-from tests.discord_standin import DiscordStandIn
-from tests.e2e import eventually
-from tests.gemini_standin import GeminiStandIn
-from tests.test_cli import clean_env
+from standins.discord import DiscordStandIn
+from standins.gemini import GeminiStandIn
+from tests.e2e.world import eventually
+from tests.integration.test_cli import clean_env
 
 pytestmark = pytest.mark.e2e
 

@@ -14,10 +14,10 @@ import pytest
 
 from bot.memory.models import NewFact
 from bot.memory.store import Store
-from tests.discord_standin import DiscordStandIn
-from tests.gemini_standin import GeminiStandIn
+from standins.discord import DiscordStandIn
+from standins.gemini import GeminiStandIn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def run_cli(
