@@ -24,6 +24,7 @@ from typing import Any
 
 from bench.common import CACHE, DOCS, machine, percentiles_ms, table, write_json
 from bench.script import StandInProcess, conversation
+from bot.app import open_memory
 from bot.config import Settings
 from bot.memory.models import BufferedMessage, iso, utcnow
 from bot.memory.service import MemoryService
@@ -176,7 +177,7 @@ async def scenario(
             memory_flush_quiet_seconds=60 if flushes else never,
             memory_flush_max_age_seconds=600 if flushes else never,
         )
-        service = await MemoryService.open(settings)
+        service = await open_memory(settings)
         await service.start()
         flush_times: list[float] = []
         outcomes: Counter[str] = Counter()

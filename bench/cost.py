@@ -29,11 +29,13 @@ from typing import Any
 
 from bench.common import CACHE, DOCS, machine, ratio, table, write_json
 from bench.script import CHANNELS, SCOPE, conversation, messages
+from bot.app import open_memory
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient, Purpose
-from bot.llm.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
+from bot.llm.gemini import GeminiClient
 from bot.memory.extract import extract_facts
 from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
+from bot.memory.ports import Purpose
+from bot.memory.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
 from bot.memory.service import MemoryService
 from bot.memory.store import Store
 from standins.gemini import GeminiStandIn
@@ -122,7 +124,7 @@ async def run_bot(
     standin.reset_counters()
     standin.requests.clear()
     settings = _settings(standin.base_url, path, **overrides)
-    service = await MemoryService.open(settings)
+    service = await open_memory(settings)
     service.share_calls_between(lambda channel_id: True)  # the script's channels are all public
     buffer = service.capture_buffer
     now = [time.time()]

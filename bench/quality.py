@@ -62,11 +62,12 @@ from bench.quality_script import (
     messages,
     script,
 )
+from bot.app import open_memory
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient, Purpose
+from bot.llm.gemini import GeminiClient
 from bot.memory.consolidate import Consolidator, cosine_distance
 from bot.memory.models import AppliedChange, Fact, NewFact
-from bot.memory.service import MemoryService
+from bot.memory.ports import Purpose
 from bot.memory.store import AsyncStore, Store
 
 DECIDE_GROUP = 5
@@ -172,7 +173,7 @@ async def run_chat(base_url: str, phases: int, timeout: float, workdir: Path) ->
     lines = script(phases)
     batch = messages(lines)
     settings = settings_for(base_url, workdir / "chat.sqlite3", timeout)
-    service = await MemoryService.open(settings)
+    service = await open_memory(settings)
     assert isinstance(service.llm, GeminiClient)
     recorder = Recorder(service.llm)
     proposed: list[dict[str, Any]] = []

@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from typing import Any
 
-from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
 from bot.memory.models import BufferedMessage, iso
+from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
 from standins.brain import read_chunk
 
 SCOPE = "guild:424242"

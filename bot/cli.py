@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.gemini import GeminiClient, GeminiError
+from bot.llm.gemini import GeminiClient
 from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
 from bot.memory.portable import fact_record, read_sources
+from bot.memory.ports import ModelError
 from bot.memory.recall import Audience, Participant
 from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
@@ -181,7 +182,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _dispatch(command, settings, args)
     except CliError as exc:
         return _report(exc.lines)
-    except (GeminiError, DatabaseError, *sqlite_errors()) as exc:
+    except (ModelError, DatabaseError, *sqlite_errors()) as exc:
         return _report([failure_line(settings, exc)])
     except KeyboardInterrupt:
         return 130
@@ -205,7 +206,7 @@ def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int
 
 def failure_line(settings: Settings, exc: BaseException) -> str:
     """One line for a Gemini or database failure, naming which of the two failed."""
-    if isinstance(exc, GeminiError):
+    if isinstance(exc, ModelError):
         return f"Gemini: {exc}"
     path = str(settings.database_path)
     text = str(exc) if isinstance(exc, DatabaseError) else describe_error(path, exc)
@@ -324,7 +325,7 @@ async def _check_gemini(settings: Settings) -> dict[str, Any]:
     )
     try:
         await gemini.embed(["check"], "query")
-    except GeminiError as exc:
+    except ModelError as exc:
         text = str(exc)
         return {"ok": False, "error": text if text.startswith("Gemini") else f"Gemini: {text}"}
     finally:
@@ -523,14 +524,14 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing, "facts import embeds every fact with Gemini")
-    from bot.memory.service import MemoryService
+    from bot.app import open_memory
 
     report = ImportReport(read=len(lines), bad_lines=problems)
-    service = await MemoryService.open(settings)
+    service = await open_memory(settings)
     try:
         fresh = await _not_yet_known(service, lines, report)
         await _import_batches(service, fresh, args.consolidate, report)
-    except (GeminiError, DatabaseError, *sqlite_errors()) as exc:
+    except (ModelError, DatabaseError, *sqlite_errors()) as exc:
         report.error = failure_line(settings, exc)
     finally:
         await service.close(record_usage=False)
@@ -602,9 +603,9 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
         raise CliError(*missing, "recall embeds the query with Gemini")
     if args.limit is not None:
         settings = replace(settings, recall_facts_per_person=args.limit)
-    from bot.memory.service import MemoryService
+    from bot.app import open_memory
 
-    service = await MemoryService.open(settings)
+    service = await open_memory(settings)
     bad_lines = 0
     try:
         await service.reload_caches()
@@ -772,7 +773,7 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
             done += len(batch)
             logging.getLogger(__name__).info("re-embedded %d facts (up to #%d)", done, after)
         store.finish_reembed(settings.embedding_model, settings.embedding_dimensions)
-    except GeminiError as exc:
+    except ModelError as exc:
         # Progress is saved per batch: say what landed, and that running again carries on from there.
         _emit(
             args,

@@ -17,6 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import AdminLog
+from bot.app import open_memory
 from bot.audience import AudienceResolver
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
@@ -121,7 +122,7 @@ class MemoryBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         if self._memory is None:
-            self._memory = await MemoryService.open(self.settings, self.gemini)
+            self._memory = await open_memory(self.settings, self.gemini)
         self.memory.add_listener(self.admin_log.on_memory_event)
         self.memory.share_calls_between(self.audience.shareable)
         await self.memory.start()

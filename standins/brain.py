@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.llm.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK
+from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK
 
 _SENTENCE = re.compile(r"[^.!?\n]+")
 _SENSITIVE = re.compile(

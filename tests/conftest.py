@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
@@ -54,7 +55,7 @@ def llm() -> FakeLLM:
 @pytest.fixture
 async def service(settings: Settings, llm: FakeLLM, embedder: FakeEmbedder) -> AsyncIterator[MemoryService]:
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
-    svc = MemoryService(store, llm, embedder, settings)
+    svc = MemoryService(store, llm, embedder, memory_policy(settings))
     await svc.start()
     yield svc
     await svc.close(timeout=2)

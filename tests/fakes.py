@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from bot.llm.gemini import GeminiError, Purpose
+from bot.memory.ports import ModelError, Purpose
 from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
@@ -60,7 +60,7 @@ class FakeEmbedder:
 
     async def embed(self, texts: Sequence[str], task: str) -> list[list[float]]:
         if self.fail:
-            raise GeminiError("embedding failed", purpose=Purpose.EMBED, status=503, retryable=True)
+            raise ModelError("embedding failed", purpose=Purpose.EMBED, status=503, retryable=True)
         self.calls.append((list(texts), task))
         return [list(self.vectors[t]) if t in self.vectors else self.default(t) for t in texts]
 
@@ -78,7 +78,7 @@ class FakeLLM:
             Purpose.CONSOLIDATE: consolidate or (lambda payload: {"decisions": []}),
         }
         self.calls: list[tuple[Purpose, dict[str, Any]]] = []
-        self.fail_with: GeminiError | None = None
+        self.fail_with: ModelError | None = None
 
     async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
         try:

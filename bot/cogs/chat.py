@@ -15,17 +15,17 @@ from discord.ext import commands
 from bot.client import MemoryBot
 from bot.cogs import telling
 from bot.discord_text import speaker_name, split_message
-from bot.llm.gemini import (
+from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
+from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
+from bot.memory.ports import (
     ChatTool,
     ChatTurn,
-    GeminiError,
-    GeminiKeyRejected,
-    GeminiRefusal,
+    ModelError,
+    ModelKeyRejected,
+    ModelRefusal,
     ToolCall,
     usage_scope,
 )
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
-from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.recall import Participant
 from bot.memory.text import clean, looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
@@ -391,19 +391,19 @@ class Chat(commands.Cog):
                 await self.use_tools(message, sent, calls)
                 return
             if looks_blank(text):  # whitespace and zero-width characters would post a blank-looking message
-                raise GeminiError("Gemini returned an empty answer")
+                raise ModelError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
             await self.show(message, sent, text, remember=remember)
-        except GeminiRefusal as exc:
+        except ModelRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
-        except GeminiKeyRejected as exc:  # no point in "try again": say it once to admins, plainly to people
+        except ModelKeyRejected as exc:  # no point in "try again": say it once to admins, plainly to people
             log.error("chat reply failed in channel %s: %s", message.channel.id, exc)
             if message.guild is not None:
                 self.bot.admin_log.post_once(message.guild.id, "gemini-key", KEY_REJECTED_LOG)
             await self.replace_with(message, sent, MISCONFIGURED_REPLY)
-        except (GeminiError, TimeoutError) as exc:
+        except (ModelError, TimeoutError) as exc:
             log.warning("chat reply failed in channel %s: %s", message.channel.id, exc)
             if message.guild is not None:
                 self.bot.admin_log.post(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import email.utils
 import json
 import logging
@@ -19,16 +18,27 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import aiohttp
 import pydantic
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
+
+from bot.memory.ports import (
+    ChatTool,
+    ChatTurn,
+    ModelBadAnswer,
+    ModelError,
+    ModelKeyRejected,
+    ModelRefusal,
+    Purpose,
+    ToolCall,
+    current_usage_scope,
+)
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -59,82 +69,12 @@ _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)s\s*$")
 _NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 
 
-class Purpose(StrEnum):
-    """Why a request is made; usage and logs are kept per purpose."""
-
-    EXTRACT = "extract"
-    CONSOLIDATE = "consolidate"
-    EMBED = "embed"
-    CHAT = "chat"
-
-
-class GeminiError(Exception):
-    """A Gemini call failed for good (after retries, or at once when retrying cannot help).
-
-    The message is meant for operators and admin logs: it says what went wrong and never holds the API key.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        purpose: Purpose | None = None,
-        status: int | None = None,
-        retryable: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.purpose = purpose
-        self.status = status
-        self.retryable = retryable
-
-
-class GeminiRefusal(GeminiError):
-    """The model refused or was blocked for safety; asking again will not help."""
-
-
-class GeminiKeyRejected(GeminiError):
-    """Gemini refuses the API key: nothing works until an operator fixes GEMINI_API_KEY and restarts."""
-
-
-class GeminiBadAnswer(GeminiError):
-    """Gemini answered, but not with what was asked (not JSON, off the schema) even after retries.
-
-    Unlike an outage this can be caused by the input itself, so the pipeline does not wait for it forever.
-    """
-
-
 class _MalformedAnswer(Exception):
     """The model answered 200 but not with the JSON we asked for; worth another try."""
 
 
 class _OffSchemaAnswer(_MalformedAnswer):
     """A structured answer that does not fit its schema: a reply to this input, not an outage."""
-
-
-@dataclass
-class ChatTurn:
-    """One turn of the conversation as Gemini sees it: people are "user", the bot is "model"."""
-
-    role: Literal["user", "model"]
-    text: str
-
-
-@dataclass
-@dataclass(frozen=True)
-class ChatTool:
-    """A function the chat model may call instead of answering in words; every parameter is a string."""
-
-    name: str
-    description: str
-    parameters: dict[str, str]  # name -> what to put in it
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """The chat model asked for a tool; the bot acts and answers in its own words."""
-
-    name: str
-    args: dict[str, Any]
 
 
 class _Counters:
@@ -148,19 +88,6 @@ class _Counters:
 
 def _per_purpose() -> dict[Purpose, _Counters]:
     return {p: _Counters() for p in Purpose}
-
-
-_USAGE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("gemini_usage_scope", default=None)
-
-
-@contextlib.contextmanager
-def usage_scope(scope: str) -> Iterator[None]:
-    """Count the Gemini calls this task makes inside the block for `scope` too (a server's own figures)."""
-    token = _USAGE_SCOPE.set(scope)
-    try:
-        yield
-    finally:
-        _USAGE_SCOPE.reset(token)
 
 
 @dataclass
@@ -178,7 +105,7 @@ class Usage:
     def add(self, purpose: Purpose, **amounts: int) -> None:
         """Add to the counters of `purpose`, overall and for the scope the call is made for (if any)."""
         targets = [self.counters[purpose]]
-        scope = _USAGE_SCOPE.get()
+        scope = current_usage_scope()
         if scope is not None:
             targets.append(self.scopes.setdefault(scope, _per_purpose())[purpose])
         for counters in targets:
@@ -220,12 +147,6 @@ class Usage:
         return out
 
 
-class Embedder(Protocol):
-    """What the memory engine needs to turn text into vectors (GeminiClient, or a fake in tests)."""
-
-    async def embed(self, texts: Sequence[str], task: Literal["document", "query"]) -> list[list[float]]: ...
-
-
 class GeminiClient:
     """Gemini for the bot: JSON answers for the memory engine, a streamed chat reply, batched embeddings."""
 
@@ -254,7 +175,7 @@ class GeminiClient:
         self.base_url = base_url.rstrip("/")
         self.usage = Usage()
         if not api_key.strip():
-            raise GeminiError("GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)")
+            raise ModelError("GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)")
         self._api_key = api_key
         self._closed = False
         timeout_ms = math.ceil(timeout_seconds * 1000) if timeout_seconds > 0 else None
@@ -355,7 +276,7 @@ class GeminiClient:
                 values = values[: self.embedding_dimensions]
                 if len(values) != self.embedding_dimensions:
                     self.usage.add(Purpose.EMBED, errors=1)
-                    raise GeminiError(
+                    raise ModelError(
                         f"Gemini returned a {len(values)}-dimensional embedding from {self.embedding_model!r}; "
                         f"EMBEDDING_DIMENSIONS is {self.embedding_dimensions}",
                         purpose=Purpose.EMBED,
@@ -372,11 +293,11 @@ class GeminiClient:
         """Yield the chat model's reply as text deltas, and the tools it calls as `ToolCall`s.
 
         Retries only while nothing has been yielded (a retry after that would repeat text the caller already
-        showed). Raises GeminiRefusal when blocked, GeminiError on other failures.
+        showed). Raises ModelRefusal when blocked, ModelError on other failures.
         """
         contents = _contents(turns)
         if not contents:
-            raise GeminiError("there is nothing to answer: every turn is empty", purpose=Purpose.CHAT)
+            raise ModelError("there is nothing to answer: every turn is empty", purpose=Purpose.CHAT)
         config = types.GenerateContentConfig(
             system_instruction=system or None,
             automatic_function_calling=_NO_AFC,
@@ -423,7 +344,7 @@ class GeminiClient:
                     if stream is not None:
                         with contextlib.suppress(Exception):
                             await stream.aclose()
-            except GeminiRefusal:
+            except ModelRefusal:
                 self.usage.add(Purpose.CHAT, errors=1)
                 raise
             except Exception as exc:
@@ -435,10 +356,10 @@ class GeminiClient:
                     if yielded:  # it was reached: the stream itself broke (a dropped connection, a stall)
                         cause = (
                             str(error)
-                            if isinstance(exc, GeminiError | TimeoutError | genai_errors.APIError)
+                            if isinstance(exc, ModelError | TimeoutError | genai_errors.APIError)
                             else f"{type(exc).__name__}: {exc}"
                         )
-                        error = GeminiError(
+                        error = ModelError(
                             self._scrub(f"Gemini's reply stream broke off midway ({cause})"),
                             purpose=Purpose.CHAT,
                             status=error.status,
@@ -465,7 +386,7 @@ class GeminiClient:
             try:
                 async with self._deadline():
                     return await attempt()
-            except GeminiRefusal:
+            except ModelRefusal:
                 self.usage.add(purpose, errors=1)
                 raise
             except Exception as exc:
@@ -484,7 +405,7 @@ class GeminiClient:
         return contextlib.nullcontext()
 
     async def _pause_before_retry(
-        self, purpose: Purpose, error: GeminiError, exc: BaseException, tries: int
+        self, purpose: Purpose, error: ModelError, exc: BaseException, tries: int
     ) -> None:
         hint = _retry_hint(exc)
         if hint is not None:
@@ -504,7 +425,7 @@ class GeminiClient:
         )
         await asyncio.sleep(delay)
 
-    def _final(self, error: GeminiError, retries: int) -> GeminiError:
+    def _final(self, error: ModelError, retries: int) -> ModelError:
         if error.retryable and retries:
             return type(error)(
                 f"{error} (gave up after {retries + 1} attempts)",
@@ -514,49 +435,49 @@ class GeminiClient:
             )
         return error
 
-    def _classify(self, purpose: Purpose, exc: BaseException) -> GeminiError | None:
-        """Turn a failure into a GeminiError saying whether a retry can help; None for programming errors."""
+    def _classify(self, purpose: Purpose, exc: BaseException) -> ModelError | None:
+        """Turn a failure into a ModelError saying whether a retry can help; None for programming errors."""
         model = {Purpose.CHAT: self.chat_model, Purpose.EMBED: self.embedding_model}.get(
             purpose, self.memory_model
         )
-        if isinstance(exc, GeminiError):
+        if isinstance(exc, ModelError):
             return exc
         if isinstance(exc, genai_errors.APIError):
             return self._api_error(purpose, model, exc)
         if isinstance(exc, TimeoutError):
-            return GeminiError(
+            return ModelError(
                 f"Gemini did not answer within {self.timeout_seconds:g}s ({purpose.value}, {model})",
                 purpose=purpose,
                 retryable=True,
             )
         if isinstance(exc, _OffSchemaAnswer):
-            return GeminiBadAnswer(self._scrub(str(exc)), purpose=purpose, retryable=True)
+            return ModelBadAnswer(self._scrub(str(exc)), purpose=purpose, retryable=True)
         if isinstance(exc, _MalformedAnswer | genai_errors.UnknownApiResponseError | json.JSONDecodeError):
             # JSONDecodeError: a 200 whose body is not JSON at all (a proxy's HTML page, a cut-off answer),
             # which says more about the endpoint than about this input: retried, and waited out.
             text = str(exc) if isinstance(exc, _MalformedAnswer) else f"unreadable answer: {exc}"
-            return GeminiError(self._scrub(text), purpose=purpose, retryable=True)
+            return ModelError(self._scrub(text), purpose=purpose, retryable=True)
         if isinstance(exc, aiohttp.ClientError | OSError) or type(exc).__module__.split(".")[0] in {
             "httpx",
             "httpx2",
             "httpcore",
         }:
             where = self.base_url or "the Gemini API"
-            return GeminiError(
+            return ModelError(
                 self._scrub(f"could not reach {where}: {type(exc).__name__}: {exc}"),
                 purpose=purpose,
                 retryable=True,
             )
         return None
 
-    def _api_error(self, purpose: Purpose, model: str, exc: genai_errors.APIError) -> GeminiError:
+    def _api_error(self, purpose: Purpose, model: str, exc: genai_errors.APIError) -> ModelError:
         status = exc.code
         detail = self._scrub(
             f"HTTP {status} {exc.status or ''}".rstrip() + f": {exc.message or 'no message'}"
         )
         reasons = {d.get("reason") for d in _error_details(exc) if isinstance(d, dict)}
         if status in (401, 403) or "API_KEY_INVALID" in reasons:
-            return GeminiKeyRejected(
+            return ModelKeyRejected(
                 f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]",
                 purpose=purpose,
                 status=status,
@@ -569,7 +490,7 @@ class GeminiClient:
             text = f"Gemini server error [{detail}]"
         else:
             text = f"Gemini rejected the {purpose.value} request [{detail}]"
-        return GeminiError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
+        return ModelError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
 
     def _raise_if_refused(
         self, purpose: Purpose, response: types.GenerateContentResponse, *, final: bool
@@ -578,7 +499,7 @@ class GeminiClient:
         if feedback is not None and feedback.block_reason:
             reason = _enum_text(feedback.block_reason)
             message = feedback.block_reason_message or ""
-            raise GeminiRefusal(
+            raise ModelRefusal(
                 f"Gemini blocked the prompt ({reason}){': ' + message if message else ''}", purpose=purpose
             )
         candidates = response.candidates or []
@@ -588,7 +509,7 @@ class GeminiClient:
             return
         reason = _enum_text(candidates[0].finish_reason)
         if reason in REFUSAL_FINISH_REASONS:
-            raise GeminiRefusal(f"Gemini stopped the answer (finish reason {reason})", purpose=purpose)
+            raise ModelRefusal(f"Gemini stopped the answer (finish reason {reason})", purpose=purpose)
 
     def _scrub(self, text: str) -> str:
         if self._api_key and len(self._api_key) >= 4:

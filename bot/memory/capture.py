@@ -39,7 +39,7 @@ class FlushPolicy:
     max_age_seconds: float = 600.0
     concurrency: int = 2
     tick_seconds: float = 0.5
-    quiet_min_messages: int = 1  # a quiet flush waits for this many human messages in the scope
+    min_messages: int = 1  # a quiet flush waits for this many human messages in the scope
 
 
 @dataclass
@@ -242,7 +242,7 @@ class CaptureBuffer:
     def due(self, channel_id: str, now: float) -> list[str] | None:
         """The channels to flush together if `channel_id` is due, else None.
 
-        Due: full, old, or quiet with at least `quiet_min_messages` human messages in the chunk it would
+        Due: full, old, or quiet with at least `min_messages` human messages in the chunk it would
         make together with the channels that may share its call.
         """
         state = self._channels[channel_id]
@@ -254,7 +254,7 @@ class CaptureBuffer:
         if now - state.last_at < p.quiet_seconds:
             return None
         group = self.companions(channel_id, now)
-        return group if sum(self._channels[c].count for c in group) >= p.quiet_min_messages else None
+        return group if sum(self._channels[c].count for c in group) >= p.min_messages else None
 
     def companions(self, channel_id: str, now: float) -> list[str]:
         """`channel_id` and the channels that may share its flush: others of its scope, both `shareable`,

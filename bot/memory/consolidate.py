@@ -16,15 +16,15 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from bot.llm.gemini import Embedder, GeminiRefusal, Purpose
-from bot.llm.prompts import (
+from bot.memory.extract import MAX_FACT_CHARS
+from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
+from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose
+from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
     ConsolidationResult,
     consolidation_prompt,
 )
-from bot.memory.extract import MAX_FACT_CHARS, JsonModel
-from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, content_words, fold, worth_reading
 
@@ -251,7 +251,7 @@ class Consolidator:
                     prompt=consolidation_prompt(self._items(batch)),
                     schema=ConsolidationResult,
                 )
-            except GeminiRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
+            except ModelRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
                 log.info("Gemini refused to consolidate %d facts; keeping them as new: %s", len(batch), exc)
                 result = ConsolidationResult()
             decisions: dict[int, ConsolidationDecision] = {}

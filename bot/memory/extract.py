@@ -10,15 +10,14 @@ finances, contact data ...) are never kept from ordinary chat: only when their o
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Protocol, TypeVar
 
-from pydantic import BaseModel
-
-from bot.llm.gemini import Purpose
-from bot.llm.prompts import (
+from bot.memory.models import BufferedMessage, NewFact, Origin, utcnow
+from bot.memory.ports import JsonModel, Purpose
+from bot.memory.prompts import (
     EXTRACT_SYSTEM,
     REMEMBER_SYSTEM,
     ExtractionResult,
@@ -26,11 +25,11 @@ from bot.llm.prompts import (
     extraction_prompt,
     remember_prompt,
 )
-from bot.memory.models import BufferedMessage, NewFact, Origin, utcnow
 from bot.memory.text import clean, content_words, fold, strip_background_blocks, worth_reading
 from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
+_WORDS = re.compile(r"\w+", re.UNICODE)
 
 MAX_FACT_CHARS = 500
 # A chunk is at most 50 messages by default; an answer with thousands of facts is a model run away, and
@@ -40,13 +39,6 @@ MAX_FACTS_PER_CHUNK = 100
 COPIED_SHARE = (
     0.6  # a fact is another speaker's copied line when one of their lines holds this share of its words
 )
-T = TypeVar("T", bound=BaseModel)
-
-
-class JsonModel(Protocol):
-    """What the pipeline needs from Gemini for structured answers (GeminiClient, or a fake in tests)."""
-
-    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T: ...
 
 
 def _valid_date(value: str | None) -> str | None:
@@ -169,6 +161,22 @@ def _support(fact_words: set[str], texts: list[str]) -> int:
     return len(fact_words & said)
 
 
+# First-person words of the languages people most often chat in here: a fact a model copied in the
+# first person speaks as its owner even when it cannot be rewritten (third_person is English only).
+FIRST_PERSON = frozenset(
+    "i me my mine myself je j moi mon ma mes ich mich mir mein meine meinen yo mi mis eu meu minha io mio "
+    "mia ik mijn jag mig min mitt".split()
+)
+
+
+def _about_owner(text: str, names: tuple[str, ...]) -> bool:
+    """Whether a fact names its owner or speaks as them: a copied "the weather is wild today" or
+    "apparently Ben is moving" (about nobody, or someone else) is no fact about the speaker."""
+    words = set(_WORDS.findall(fold(text)))
+    own = {w for name in names for w in _WORDS.findall(fold(name))}
+    return bool(words & own) or bool(words & FIRST_PERSON)
+
+
 def _copied_from(
     words: set[str], user_id: str, chunk: list[BufferedMessage], texts: dict[str, str]
 ) -> str | None:
@@ -237,6 +245,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             # A line copied in the first person is about whoever wrote that line.
             user_id = copied
         text = third_person(text, humans[user_id])
+        if not _about_owner(text, (view.handles[user_id], humans[user_id])):
+            log.info("refused an extracted fact for %r: it neither names them nor speaks as them", user_id)
+            continue
         if (user_id, text.casefold()) in seen:
             continue
         if per_speaker[user_id] >= MAX_FACTS_PER_SPEAKER or len(accepted) >= MAX_FACTS_PER_CHUNK:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
-from bot.llm.gemini import Embedder
 from bot.memory.models import Fact, ScoredFact
+from bot.memory.ports import Embedder
 from bot.memory.store import AsyncStore, Store
 from bot.memory.text import xml_safe
 

@@ -14,19 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.config import Settings
-from bot.llm.gemini import (
-    Embedder,
-    GeminiBadAnswer,
-    GeminiClient,
-    GeminiError,
-    GeminiKeyRejected,
-    GeminiRefusal,
-    usage_scope,
-)
-from bot.memory.capture import CaptureBuffer, FlushPolicy
+from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
-from bot.memory.extract import MAX_FACT_CHARS, JsonModel, extract_facts, remembered_facts
+from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
 from bot.memory.models import (
     AppliedChange,
     BufferedMessage,
@@ -39,6 +29,16 @@ from bot.memory.models import (
     guild_id_of,
     iso,
     utcnow,
+)
+from bot.memory.policy import MemoryPolicy
+from bot.memory.ports import (
+    Embedder,
+    JsonModel,
+    ModelBadAnswer,
+    ModelError,
+    ModelKeyRejected,
+    ModelRefusal,
+    usage_scope,
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.store import AsyncStore, Store
@@ -71,60 +71,39 @@ class MemoryService:
         store: AsyncStore,
         llm: JsonModel,
         embedder: Embedder,
-        settings: Settings,
+        policy: MemoryPolicy,
         *,
         usage: Callable[[str | None], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
         self.embedder = embedder
-        self.settings = settings
+        self.policy = policy
         self._usage = usage or (lambda scope: {})
         self.consolidator = Consolidator(
             store,
             llm,
             embedder,
-            candidate_distance=settings.consolidate_candidate_distance,
-            duplicate_distance=settings.consolidate_duplicate_distance,
+            candidate_distance=policy.consolidation.candidate_distance,
+            duplicate_distance=policy.consolidation.duplicate_distance,
         )
+        recall = policy.recall
         self.recaller = Recaller(
             store,
             embedder,
-            facts_per_person=settings.recall_facts_per_person,
-            max_distance=settings.recall_max_distance,
-            token_budget=settings.recall_token_budget,
-            keyword_weight=settings.recall_keyword_weight,
-            context_weight=settings.recall_context_weight,
+            facts_per_person=recall.facts_per_person,
+            max_distance=recall.max_distance,
+            token_budget=recall.token_budget,
+            keyword_weight=recall.keyword_weight,
+            context_weight=recall.context_weight,
         )
-        self.capture_buffer = CaptureBuffer(
-            store,
-            FlushPolicy(
-                quiet_seconds=settings.memory_flush_quiet_seconds,
-                max_messages=settings.memory_flush_max_messages,
-                max_age_seconds=settings.memory_flush_max_age_seconds,
-                concurrency=settings.memory_flush_concurrency,
-                quiet_min_messages=settings.memory_flush_min_messages,
-            ),
-            self.flush_channels,
-            accept=self._wanted,
-        )
+        self.capture_buffer = CaptureBuffer(store, policy.flush, self.flush_channels, accept=self._wanted)
         self._listeners: list[Listener] = []
         self._opted_out: set[tuple[str, str]] = set()
         self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
         self._guilds: dict[str, GuildSettings] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.recall_failures = 0
-
-    @classmethod
-    async def open(cls, settings: Settings, gemini: GeminiClient | None = None) -> MemoryService:
-        """Open the database named by the settings and wire the Gemini client in (not started yet)."""
-        store = await AsyncStore.open(
-            settings.database_path,
-            embedding_model=settings.embedding_model,
-            dimensions=settings.embedding_dimensions,
-        )
-        gemini = gemini or GeminiClient.from_settings(settings)
-        return cls(store, gemini, gemini, settings, usage=gemini.usage.snapshot)
 
     async def start(self) -> None:
         """Load caches and start capturing; overdue buffers from a previous run flush first."""
@@ -234,7 +213,7 @@ class MemoryService:
 
     def no_memory(self, content: str) -> bool:
         """Whether the author asked, with the no-memory marker, that this message not be remembered."""
-        return starts_with_marker(content, self.settings.memory_no_memory_marker)
+        return starts_with_marker(content, self.policy.no_memory_marker)
 
     async def message_edited(self, message_id: int | str, content: str) -> None:
         """An edit of a message still in the buffer replaces its text (facts already learned stay).
@@ -287,7 +266,7 @@ class MemoryService:
         """
         chunk: list[BufferedMessage] = []
         for channel_id in channel_ids:
-            room = self.settings.memory_flush_max_messages - len(chunk)
+            room = self.policy.flush.max_messages - len(chunk)
             if room <= 0:
                 break
             part = await self.store.call(Store.pending_messages, channel_id, room)
@@ -311,8 +290,8 @@ class MemoryService:
                     user_names=names,
                     read_texts={m.message_id: m.content for m in chunk},
                 )
-        except GeminiError as exc:
-            if isinstance(exc, GeminiBadAnswer):  # counted apart from outages, which never cost messages
+        except ModelError as exc:
+            if isinstance(exc, ModelBadAnswer):  # counted apart from outages, which never cost messages
                 if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
                     # The same chunk keeps getting unusable answers: skip it rather than block the channel.
                     await self.store.call(Store.delete_pending_messages, ids)
@@ -331,7 +310,7 @@ class MemoryService:
                         "purpose": str(exc.purpose),
                         "error": str(exc),
                         "pending": len(ids),
-                        "key_rejected": isinstance(exc, GeminiKeyRejected),
+                        "key_rejected": isinstance(exc, ModelKeyRejected),
                     },
                 )
             )
@@ -350,7 +329,7 @@ class MemoryService:
         """
         try:
             return await extract_facts(self.llm, chunk), []
-        except GeminiRefusal as exc:
+        except ModelRefusal as exc:
             if len(chunk) == 1:
                 log.info("Gemini refused to read message %s; skipping it: %s", chunk[0].message_id, exc)
                 return [], [chunk[0].message_id]
@@ -436,7 +415,7 @@ class MemoryService:
             [user_id],
             vector,
             description,
-            max_distance=self.settings.recall_max_distance,
+            max_distance=self.policy.recall.max_distance,
             pool=limit,
         )
         return [s.fact for s in fuse_allowed(hits[user_id], Audience.operator(), limit)]

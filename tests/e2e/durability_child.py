@@ -10,6 +10,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from bot.app import memory_policy
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore
 from tests.conftest import make_settings
@@ -20,7 +21,7 @@ from tests.integration.test_pipeline import msg
 async def main(path: Path, count: int) -> None:
     settings = make_settings(path.parent, database_path=path)
     store = await AsyncStore.open(path, embedding_model="fake-embedding", dimensions=DIMS)
-    service = MemoryService(store, FakeLLM(), FakeEmbedder(), settings)
+    service = MemoryService(store, FakeLLM(), FakeEmbedder(), memory_policy(settings))
     await service.start()
     for i in range(count):
         service.capture(msg(f"m{i}", f"user{i % 3}", f"I have a pet number {i}"), guild_id=100)

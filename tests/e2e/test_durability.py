@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.llm.gemini import GeminiClient, GeminiError, Purpose
+from bot.app import memory_policy
+from bot.llm.gemini import GeminiClient
 from bot.memory.capture import FlushPolicy
+from bot.memory.ports import ModelError, Purpose
 from bot.memory.service import MemoryService
 from bot.memory.store import AsyncStore, Store
 from standins.brain import FakeBrain
@@ -48,7 +50,7 @@ async def test_messages_captured_before_a_sigkill_are_flushed_after_restart(tmp_
     store = await AsyncStore.open(db, embedding_model="fake-embedding", dimensions=DIMS)
     assert await store.call(Store.count_pending) == 9
     llm = FakeLLM(extract=echo_extractor)
-    service = MemoryService(store, llm, FakeEmbedder(), settings)
+    service = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     service.capture_buffer.policy = FlushPolicy(quiet_seconds=0.1, tick_seconds=0.05)
     await service.start()
     try:
@@ -84,12 +86,12 @@ async def test_gemini_failing_for_the_whole_retry_budget_keeps_messages_until_it
         store = await AsyncStore.open(
             settings.database_path, embedding_model="fake-embedding", dimensions=DIMS
         )
-        service = MemoryService(store, client, client, settings)
+        service = MemoryService(store, client, client, memory_policy(settings))
         await service.start()
         try:
             service.capture(msg("m1", "alice", "I live in Tromsø"), guild_id=100)
             gemini.fail_next(503, count=3, kind="generate")
-            with pytest.raises(GeminiError):
+            with pytest.raises(ModelError):
                 await service.flush_now()
             assert len(gemini.of_kind("generate")) == 3  # the first try and both retries
             assert await store.call(Store.count_pending) == 1

@@ -17,10 +17,10 @@ import pytest
 
 from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
-from bot.llm.gemini import GeminiBadAnswer, GeminiError
-from bot.llm.prompts import EXTRACT_TASK
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
+from bot.memory.ports import ModelBadAnswer, ModelError
+from bot.memory.prompts import EXTRACT_TASK
 from bot.memory.service import MAX_BAD_ANSWERS
 from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload
@@ -520,7 +520,7 @@ async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durab
         )
         said = await w.say(w.general, w.alice, "I live in Lisbon")
         for _ in range(MAX_BAD_ANSWERS - 1):  # retried, and the message kept, each time
-            with pytest.raises(GeminiBadAnswer):
+            with pytest.raises(ModelBadAnswer):
                 await w.bot.memory.flush_channel(str(w.general))
             assert await w.captured(said["id"])
         assert len(w.gemini.of_kind("generate")) == 2 * (MAX_BAD_ANSWERS - 1)  # gemini_max_retries=1
@@ -684,7 +684,7 @@ async def test_a_rejected_gemini_key_is_told_to_admins_once_and_users_hear_the_b
         await eventually(answered, what="two answers")
         assert [m["content"] for m in w.discord.bot_messages(w.general)] == [MISCONFIGURED_REPLY] * 2
         await w.say(w.general, w.alice, "I live in Lisbon")
-        with pytest.raises(GeminiError):
+        with pytest.raises(ModelError):
             await w.flush()
         await w.discord.wait_for_bot_message(
             log_channel, predicate=lambda m: "GEMINI_API_KEY" in m["content"], timeout=10

@@ -16,8 +16,9 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from bot.config import Settings
-from bot.llm import ChatTurn, GeminiClient, GeminiError, GeminiRefusal, Purpose
-from bot.llm.prompts import ConsolidationResult, ExtractionResult
+from bot.llm.gemini import GeminiClient
+from bot.memory.ports import ChatTurn, ModelError, ModelRefusal, Purpose
+from bot.memory.prompts import ConsolidationResult, ExtractionResult
 from standins.gemini import GeminiStandIn, hashed_embedding
 
 API_KEY = "test-key-0123456789abcdef"
@@ -207,7 +208,7 @@ async def test_retry_hint_is_capped(standin: GeminiStandIn) -> None:
 async def test_500_for_the_whole_budget_gives_up(standin: GeminiStandIn, client: GeminiClient) -> None:
     standin.fail_next(500, count=10)
 
-    with pytest.raises(GeminiError) as caught:
+    with pytest.raises(ModelError) as caught:
         await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
 
     assert len(standin.requests) == client.max_retries + 1 == 4
@@ -253,7 +254,7 @@ async def test_a_stall_between_chunks_is_a_timeout(standin: GeminiStandIn) -> No
     standin.stream_chunk_delay = 1.0
     deltas: list[str] = []
     try:
-        with pytest.raises(GeminiError) as caught:
+        with pytest.raises(ModelError) as caught:
             async for delta in gemini.chat_stream(system="s", turns=[ChatTurn("user", "hi")]):
                 deltas.append(delta)
     finally:
@@ -280,7 +281,7 @@ async def test_json_of_the_wrong_shape_fails_after_the_budget(
 ) -> None:
     standin.generate_handler = lambda body: '{"owner": 3}'
 
-    with pytest.raises(GeminiError, match="does not fit Pets"):
+    with pytest.raises(ModelError, match="does not fit Pets"):
         await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
     assert len(standin.requests) == 4
 
@@ -290,9 +291,9 @@ async def test_safety_block_raises_refusal_without_retry(
 ) -> None:
     standin.block_next(count=2)
 
-    with pytest.raises(GeminiRefusal, match="SAFETY"):
+    with pytest.raises(ModelRefusal, match="SAFETY"):
         await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
-    with pytest.raises(GeminiRefusal, match="SAFETY"):
+    with pytest.raises(ModelRefusal, match="SAFETY"):
         async for _ in client.chat_stream(system="s", turns=[ChatTurn("user", "something awful")]):
             pytest.fail("a blocked stream must not yield text")
 
@@ -311,7 +312,7 @@ async def test_client_errors_are_not_retried(
 ) -> None:
     standin.fail_next(status, count=5)
 
-    with pytest.raises(GeminiError) as caught:
+    with pytest.raises(ModelError) as caught:
         await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
 
     assert len(standin.requests) == 1
@@ -325,7 +326,7 @@ async def test_a_wrong_api_key_is_named_as_such(standin: GeminiStandIn) -> None:
     standin.api_key = "the-right-key"
     gemini = make_client(standin, api_key="a-wrong-key-123456")
     try:
-        with pytest.raises(GeminiError, match="rejected the API key") as caught:
+        with pytest.raises(ModelError, match="rejected the API key") as caught:
             await gemini.embed(["x"], "query")
     finally:
         await gemini.aclose()
@@ -372,7 +373,7 @@ async def test_usage_tokens_match_what_the_server_counted(
 async def test_wrong_embedding_dimension_is_an_error(standin: GeminiStandIn, client: GeminiClient) -> None:
     standin.embed_handler = lambda text, task, dims: [1.0, 2.0, 3.0]
 
-    with pytest.raises(GeminiError, match="3-dimensional"):
+    with pytest.raises(ModelError, match="3-dimensional"):
         await client.embed(["x"], "document")
 
 
@@ -389,7 +390,7 @@ async def test_unreachable_server_is_a_retryable_error(standin: GeminiStandIn) -
     await standin.stop()
     gemini = make_client(standin, max_retries=1)
     try:
-        with pytest.raises(GeminiError, match="could not reach") as caught:
+        with pytest.raises(ModelError, match="could not reach") as caught:
             await gemini.embed(["x"], "query")
     finally:
         await gemini.aclose()
@@ -450,7 +451,7 @@ def test_from_settings_and_repr_hide_the_key() -> None:
 
 
 def test_a_missing_key_is_reported_clearly() -> None:
-    with pytest.raises(GeminiError, match="GEMINI_API_KEY is not set"):
+    with pytest.raises(ModelError, match="GEMINI_API_KEY is not set"):
         GeminiClient(
             api_key=" ", chat_model="c", memory_model="m", embedding_model="e", embedding_dimensions=8
         )
@@ -537,10 +538,10 @@ async def test_a_body_that_is_not_json_is_a_gemini_error_not_a_crash(standin: Ge
         return web.Response(text="<html>down for maintenance</html>", content_type="text/html")
 
     async with client_of(standin, html_page) as gemini:
-        with pytest.raises(GeminiError) as raised:
+        with pytest.raises(ModelError) as raised:
             await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
         assert raised.value.retryable and "unreadable answer" in str(raised.value)
-        with pytest.raises(GeminiError):
+        with pytest.raises(ModelError):
             await gemini.embed(["hello"], "query")
 
 
@@ -551,9 +552,9 @@ async def test_an_answer_without_candidates_or_block_reason_is_an_error_to_retry
         return web.json_response({"candidates": [], "usageMetadata": {"promptTokenCount": 3}})
 
     async with client_of(standin, empty) as gemini:
-        with pytest.raises(GeminiError) as raised:
+        with pytest.raises(ModelError) as raised:
             await gemini.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
-        assert not isinstance(raised.value, GeminiRefusal) and raised.value.retryable
+        assert not isinstance(raised.value, ModelRefusal) and raised.value.retryable
         assert gemini.usage.snapshot()["extract"]["retries"] == 1
 
 
@@ -568,7 +569,7 @@ async def test_a_bare_list_and_mention_shaped_ids_are_read_and_a_zero_embedding_
     assert len(standin.requests) == 1
 
     standin.embed_handler = lambda text, task, dims: [0.0] * (dims or DIMS)
-    with pytest.raises(GeminiError, match="not a direction"):
+    with pytest.raises(ModelError, match="not a direction"):
         await client.embed(["hello"], "query")
 
 
@@ -586,7 +587,7 @@ async def test_a_stream_that_breaks_midway_says_it_broke_not_that_gemini_was_out
 
     async with client_of(standin, half_an_answer) as gemini:
         received = []
-        with pytest.raises(GeminiError) as raised:
+        with pytest.raises(ModelError) as raised:
             async for delta in gemini.chat_stream(system="s", turns=[ChatTurn("user", "hi")]):
                 received.append(delta)
         assert received == ["Hello, "]

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from bot.llm.gemini import GeminiBadAnswer, GeminiError, GeminiRefusal, Purpose
+from bot.app import memory_policy
 from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
 from bot.memory.models import BufferedMessage, NewFact
+from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
@@ -249,9 +250,9 @@ async def test_gemini_failing_leaves_messages_pending_until_it_answers(
     service: MemoryService, llm: FakeLLM
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    llm.fail_with = GeminiError("Gemini is overloaded", purpose=Purpose.EXTRACT, status=503, retryable=True)
+    llm.fail_with = ModelError("Gemini is overloaded", purpose=Purpose.EXTRACT, status=503, retryable=True)
     service.capture(msg("m1", "alice", "I am learning Welsh"), guild_id=100)
-    with pytest.raises(GeminiError):
+    with pytest.raises(ModelError):
         await service.flush_now()
     assert await pending(service) == ["I am learning Welsh"]
     rows = await service.store.call(Store.pending_messages, "c1", 10)
@@ -267,7 +268,7 @@ async def quick_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, Fa
     settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.3, memory_flush_max_messages=3)
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
     llm = FakeLLM(extract=echo_extractor)
-    svc = MemoryService(store, llm, FakeEmbedder(), settings)
+    svc = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     svc.capture_buffer.policy = FlushPolicy(0.3, 3, 3600, 2, 0.05)
     await svc.start()
     yield svc, llm
@@ -318,7 +319,7 @@ async def test_a_large_buffer_flushes_before_it_goes_quiet(
 async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.2)
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
-    first = MemoryService(store, FakeLLM(), FakeEmbedder(), settings)
+    first = MemoryService(store, FakeLLM(), FakeEmbedder(), memory_policy(settings))
     first.capture_buffer.policy = FlushPolicy(3600, 50, 3600, 2, 0.05)
     await first.start()
     first.capture(msg("m1", "alice", "I was captured before a restart"), guild_id=100)
@@ -326,7 +327,7 @@ async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
 
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
     llm = FakeLLM(extract=echo_extractor)
-    second = MemoryService(store, llm, FakeEmbedder(), settings)
+    second = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     await second.start()
     try:
 
@@ -422,7 +423,7 @@ async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffer
     settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.1, memory_flush_concurrency=1)
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
     llm = FakeLLM(extract=echo_extractor)
-    service = MemoryService(store, llm, FakeEmbedder(), settings)
+    service = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     service.capture_buffer.policy = replace(service.capture_buffer.policy, tick_seconds=0.02)
     entered, release = hold_gemini(llm)
     await service.start()
@@ -449,7 +450,7 @@ async def test_a_message_gemini_refuses_to_read_is_skipped_and_the_rest_still_le
 ) -> None:
     def refuse_lyrics(payload: dict[str, Any]) -> dict[str, Any]:
         if any("lyrics" in m["text"] for m in payload["messages"]):
-            raise GeminiRefusal("blocked: RECITATION", purpose=Purpose.EXTRACT)
+            raise ModelRefusal("blocked: RECITATION", purpose=Purpose.EXTRACT)
         return echo_extractor(payload)
 
     llm.handlers[Purpose.EXTRACT] = refuse_lyrics
@@ -472,20 +473,20 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
     service.add_listener(events.append)
     service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
     await service.capture_buffer.wait_written()
-    llm.fail_with = GeminiError("Gemini is down", purpose=Purpose.EXTRACT, status=503, retryable=True)
+    llm.fail_with = ModelError("Gemini is down", purpose=Purpose.EXTRACT, status=503, retryable=True)
     for _ in range(MAX_BAD_ANSWERS + 1):
-        with pytest.raises(GeminiError):
+        with pytest.raises(ModelError):
             await service.flush_channel("c1")
     assert await pending(service) == ["I live in Oslo"]  # an outage never costs messages
 
     service.capture(msg("m2", "alice", "I like tea", channel="c2"), guild_id=100)
     await service.capture_buffer.wait_written()
     for _ in range(MAX_BAD_ANSWERS - 1):  # outages first: they must not count towards the limit
-        with pytest.raises(GeminiError):
+        with pytest.raises(ModelError):
             await service.flush_channel("c2")
-    llm.fail_with = GeminiBadAnswer("does not fit ExtractionResult", purpose=Purpose.EXTRACT)
+    llm.fail_with = ModelBadAnswer("does not fit ExtractionResult", purpose=Purpose.EXTRACT)
     for _ in range(MAX_BAD_ANSWERS - 1):
-        with pytest.raises(GeminiBadAnswer):
+        with pytest.raises(ModelBadAnswer):
             await service.flush_channel("c2")
     assert [m.content for m in await service.store.call(Store.pending_messages, "c2", 10)] == ["I like tea"]
     assert await service.flush_channel("c2") == 0  # the fifth unusable answer: skipped
@@ -584,10 +585,10 @@ async def clocked_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, 
     settings = make_settings(tmp_path)
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
     llm = FakeLLM(extract=echo_extractor)
-    svc = MemoryService(store, llm, FakeEmbedder(), settings)
+    svc = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     now = [1_000_000.0]
     svc.capture_buffer.clock = lambda: now[0]
-    svc.capture_buffer.policy = FlushPolicy(60, 50, 600, 2, 0.02, quiet_min_messages=3)
+    svc.capture_buffer.policy = FlushPolicy(60, 50, 600, 2, 0.02, min_messages=3)
     await svc.start()
     yield svc, llm, now
     await svc.close(timeout=2)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.llm.gemini import GeminiRefusal, Purpose
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
+from bot.memory.ports import ModelRefusal, Purpose
 from bot.memory.service import MemoryEvent, MemoryService
 from bot.memory.store import Store
 from tests.fakes import FakeEmbedder, FakeLLM, angled, unit
@@ -202,7 +202,7 @@ async def test_a_refusal_to_consolidate_keeps_the_new_fact_instead_of_blocking_t
     service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
 ) -> None:
     def refuse(payload: dict[str, Any]) -> dict[str, Any]:
-        raise GeminiRefusal("blocked: SPII", purpose=Purpose.CONSOLIDATE)
+        raise ModelRefusal("blocked: SPII", purpose=Purpose.CONSOLIDATE)
 
     await decide(service, llm, embedder, {"decision": "INVALIDATE", "target_fact_id": "OLD"})
     llm.handlers[Purpose.CONSOLIDATE] = refuse

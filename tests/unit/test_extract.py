@@ -6,9 +6,9 @@ import json
 import re
 from datetime import UTC, datetime
 
-from bot.llm.prompts import EXTRACT_SYSTEM, ExtractionResult
 from bot.memory.extract import accept_facts, render_chunk
 from bot.memory.models import BufferedMessage
+from bot.memory.prompts import EXTRACT_SYSTEM, ExtractionResult
 from bot.memory.third_person import third_person
 
 NOW = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)
@@ -125,6 +125,9 @@ def test_a_line_copied_in_the_first_person_belongs_to_whoever_wrote_it() -> None
         {"speaker": "carol", "text": "I teach maths and my cat is called Miso", "sources": ["m3"]},
         # a question copied as a fact states nothing
         {"speaker": "carol", "text": "should I get a tattoo?", "sources": ["m3"]},
+        # a copied line about nobody, or about someone not named as its speaker: no fact of theirs
+        {"speaker": "carol", "text": "the weather is wild today", "sources": ["m3"]},
+        {"speaker": "carol", "text": "apparently bob is moving to Canada", "sources": ["m3"]},
     )
     kept = {(f.user_id, f.text, tuple(f.source_message_ids)) for f in accept_facts(result, chunk, view)}
     assert kept == {

@@ -1,0 +1,35 @@
+"""The engine's knobs, as plain values: the composition root (`bot/app.py`) fills them from settings.
+
+The engine reads no environment and no `Settings`, so a test, a benchmark or another front end builds
+a `MemoryPolicy` directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.memory.capture import FlushPolicy
+from bot.memory.recall import CONTEXT_WEIGHT, KEYWORD_WEIGHT
+
+
+@dataclass(frozen=True)
+class RecallPolicy:
+    facts_per_person: int = 6
+    max_distance: float = 0.55
+    token_budget: int = 1200
+    keyword_weight: float = KEYWORD_WEIGHT
+    context_weight: float = CONTEXT_WEIGHT
+
+
+@dataclass(frozen=True)
+class ConsolidationPolicy:
+    candidate_distance: float = 0.35
+    duplicate_distance: float = 0.02
+
+
+@dataclass(frozen=True)
+class MemoryPolicy:
+    flush: FlushPolicy = field(default_factory=FlushPolicy)
+    recall: RecallPolicy = field(default_factory=RecallPolicy)
+    consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
+    no_memory_marker: str = "!nomem"  # a message starting with it is never remembered
