@@ -19,8 +19,8 @@ from typing import Any
 import discord
 
 from bot.discord_text import split_message
+from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import AppliedChange, Decision, guild_id_of
-from bot.memory.service import MemoryEvent
 
 log = logging.getLogger(__name__)
 
@@ -131,52 +131,52 @@ class AdminLog:
         guild_id = guild_id_of(event.scope)
         if guild_id is None:
             log.info("memory [%s] %s", event.scope, line)
-        elif event.detail.get("key_rejected"):
+        elif isinstance(event, ModelFailed) and event.key_rejected:
             self.post_once(guild_id, "gemini-key", line)
         else:
             self.post(guild_id, line)
 
     def describe(self, event: MemoryEvent) -> str | None:
         """The admin-log line for an event, with counts and names but never a fact's text."""
-        detail = event.detail
         guild_id = guild_id_of(event.scope)
-        if event.kind == "flush":
-            return flush_line(list(detail.get("changes", [])), int(detail.get("messages", 0)))
-        if event.kind == "forgotten":
-            user_id = str(detail.get("user_id", ""))
-            line = (
-                f"Forgot {plural(int(detail.get('count', 0)), 'fact')} of {self.name_of(guild_id, user_id)}"
-            )
-            notes = []
-            if detail.get("all"):
-                notes.append("everything")
-            actor = str(detail.get("actor") or user_id)
-            if actor != user_id:
-                notes.append(f"by {self.name_of(guild_id, actor)}")
-            if detail.get("reason"):
-                notes.append(str(detail["reason"]))
-            return line + (f" ({', '.join(notes)})" if notes else "") + "."
-        if event.kind in ("opted_out", "opted_in"):
-            who = self.name_of(guild_id, str(detail.get("user_id", "")))
-            what = "out of" if event.kind == "opted_out" else "back in to"
-            return f"{who} opted {what} being remembered."
-        if event.kind == "gemini_error":
-            secret = getattr(getattr(self.bot, "settings", None), "gemini_api_key", "")
-            line = f"Gemini {detail.get('purpose', 'call')} failed: {short_error(str(detail.get('error', '')), secret)}"
-            pending = detail.get("pending")
-            if pending:
-                line += f" ({plural(int(pending), 'message')} kept for a retry)"
-            return line
-        if event.kind == "skipped":
-            count = plural(int(detail.get("messages", 0)), "message")
-            if detail.get("refused"):
-                return f"Skipped {count} that Gemini refused to read (safety or recitation); the rest was learned."
-            secret = getattr(getattr(self.bot, "settings", None), "gemini_api_key", "")
-            return (
-                f"Gave up on {count} after repeated unusable answers from Gemini: "
-                f"{short_error(str(detail.get('error', '')), secret)}"
-            )
+        match event:
+            case Learned():
+                return flush_line(event.changes, event.messages)
+            case Forgotten():
+                return self._forgotten(guild_id, event)
+            case OptedOut() | OptedIn():
+                what = "out of" if isinstance(event, OptedOut) else "back in to"
+                return f"{self.name_of(guild_id, event.user_id)} opted {what} being remembered."
+            case ModelFailed():
+                line = f"Gemini {event.purpose} failed: {short_error(event.error, self._secret())}"
+                if event.pending:
+                    line += f" ({plural(event.pending, 'message')} kept for a retry)"
+                return line
+            case Skipped():
+                count = plural(event.messages, "message")
+                if event.refused:
+                    return f"Skipped {count} that Gemini refused to read (safety or recitation); the rest was learned."
+                return (
+                    f"Gave up on {count} after repeated unusable answers from Gemini: "
+                    f"{short_error(event.error, self._secret())}"
+                )
         return None
+
+    def _forgotten(self, guild_id: int | None, event: Forgotten) -> str:
+        line = f"Forgot {plural(event.count, 'fact')} of {self.name_of(guild_id, event.user_id)}"
+        notes = []
+        if event.everything:
+            notes.append("everything")
+        actor = event.actor or event.user_id
+        if actor != event.user_id:
+            notes.append(f"by {self.name_of(guild_id, actor)}")
+        if event.reason:
+            notes.append(event.reason)
+        return line + (f" ({', '.join(notes)})" if notes else "") + "."
+
+    def _secret(self) -> str:
+        """The API key, so that an error line quoting a request can be cut before it."""
+        return getattr(getattr(self.bot, "settings", None), "gemini_api_key", "")
 
     def name_of(self, guild_id: int | None, user_id: str) -> str:
         """A display name that cannot ping (markdown escaped), or 'user <id>' when the member is unknown."""

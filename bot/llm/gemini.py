@@ -304,70 +304,45 @@ class GeminiClient:
             http_options=self._stream_http_options,
             tools=[_tool(tools)] if tools else None,
         )
-        attempt = 0
-        while True:
-            yielded = False
+
+        async def attempt() -> AsyncIterator[str | ToolCall]:
             metadata: Any = None
             answered = False
             stream: Any = None
             try:
-                try:
-                    async with self._deadline():
-                        stream = await self._client.aio.models.generate_content_stream(
-                            model=self.chat_model, contents=contents, config=config
-                        )
-                    saw_candidate = False
-                    while True:
-                        try:
-                            async with self._deadline():
-                                chunk = await anext(stream)
-                        except StopAsyncIteration:
-                            break
-                        if not answered:
-                            answered = True
-                            self.usage.add(Purpose.CHAT, calls=1)
-                        metadata = chunk.usage_metadata or metadata
-                        saw_candidate = saw_candidate or bool(chunk.candidates)
-                        self._raise_if_refused(Purpose.CHAT, chunk, final=False)
-                        text = _text_of(chunk)
-                        if text:
-                            yielded = True
-                            yield text
-                        for call in _calls_of(chunk):
-                            yielded = True
-                            yield call
-                    if not saw_candidate:
-                        raise _MalformedAnswer("Gemini returned no answer candidates")
-                    return
-                finally:
-                    self.usage.add_tokens(Purpose.CHAT, metadata)
-                    if stream is not None:
-                        with contextlib.suppress(Exception):
-                            await stream.aclose()
-            except ModelRefusal:
-                self.usage.add(Purpose.CHAT, errors=1)
-                raise
-            except Exception as exc:
-                error = self._classify(Purpose.CHAT, exc)
-                if error is None:
-                    raise
-                if yielded or not error.retryable or attempt >= self.max_retries:
-                    self.usage.add(Purpose.CHAT, errors=1)
-                    if yielded:  # it was reached: the stream itself broke (a dropped connection, a stall)
-                        cause = (
-                            str(error)
-                            if isinstance(exc, ModelError | TimeoutError | genai_errors.APIError)
-                            else f"{type(exc).__name__}: {exc}"
-                        )
-                        error = ModelError(
-                            self._scrub(f"Gemini's reply stream broke off midway ({cause})"),
-                            purpose=Purpose.CHAT,
-                            status=error.status,
-                            retryable=error.retryable,
-                        )
-                    raise self._final(error, attempt) from exc
-                await self._pause_before_retry(Purpose.CHAT, error, exc, attempt)
-                attempt += 1
+                async with self._deadline():
+                    stream = await self._client.aio.models.generate_content_stream(
+                        model=self.chat_model, contents=contents, config=config
+                    )
+                saw_candidate = False
+                while True:
+                    try:
+                        async with self._deadline():
+                            chunk = await anext(stream)
+                    except StopAsyncIteration:
+                        break
+                    if not answered:
+                        answered = True
+                        self.usage.add(Purpose.CHAT, calls=1)
+                    metadata = chunk.usage_metadata or metadata
+                    saw_candidate = saw_candidate or bool(chunk.candidates)
+                    self._raise_if_refused(Purpose.CHAT, chunk, final=False)
+                    text = _text_of(chunk)
+                    if text:
+                        yield text
+                    for call in _calls_of(chunk):
+                        yield call
+                if not saw_candidate:
+                    raise _MalformedAnswer("Gemini returned no answer candidates")
+            finally:
+                self.usage.add_tokens(Purpose.CHAT, metadata)
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        await stream.aclose()
+
+        async with contextlib.aclosing(self._retrying(Purpose.CHAT, attempt)) as pieces:
+            async for piece in pieces:
+                yield piece
 
     async def aclose(self) -> None:
         """Close the HTTP sessions; safe to call more than once."""
@@ -381,11 +356,28 @@ class GeminiClient:
 
     async def _with_retries(self, purpose: Purpose, attempt: Callable[[], Awaitable[R]]) -> R:
         """Run `attempt` under the per-attempt deadline, retrying transient failures within the budget."""
+
+        async def once() -> AsyncIterator[R]:
+            async with self._deadline():
+                result = await attempt()
+            yield result
+
+        [result] = [r async for r in self._retrying(purpose, once)]
+        return result
+
+    async def _retrying(self, purpose: Purpose, attempt: Callable[[], AsyncIterator[R]]) -> AsyncIterator[R]:
+        """The one retry loop: yield what `attempt()` yields, trying again on a transient failure while
+        nothing has been yielded (a retry after that would repeat what the caller already showed), with
+        backoff or the server's hint, within the retry budget. A refusal is never retried."""
         tries = 0
         while True:
+            yielded = False
             try:
-                async with self._deadline():
-                    return await attempt()
+                async with contextlib.aclosing(attempt()) as items:  # a reader stopping early closes it
+                    async for item in items:
+                        yielded = True
+                        yield item
+                return
             except ModelRefusal:
                 self.usage.add(purpose, errors=1)
                 raise
@@ -393,11 +385,25 @@ class GeminiClient:
                 error = self._classify(purpose, exc)
                 if error is None:
                     raise
-                if not error.retryable or tries >= self.max_retries:
+                if yielded or not error.retryable or tries >= self.max_retries:
                     self.usage.add(purpose, errors=1)
-                    raise self._final(error, tries) from exc
+                    raise self._final(self._broke_off(error, exc) if yielded else error, tries) from exc
                 await self._pause_before_retry(purpose, error, exc, tries)
                 tries += 1
+
+    def _broke_off(self, error: ModelError, exc: BaseException) -> ModelError:
+        """The error of a stream that was reached and then broke (a dropped connection, a stall)."""
+        cause = (
+            str(error)
+            if isinstance(exc, ModelError | TimeoutError | genai_errors.APIError)
+            else f"{type(exc).__name__}: {exc}"
+        )
+        return ModelError(
+            self._scrub(f"Gemini's reply stream broke off midway ({cause})"),
+            purpose=error.purpose,
+            status=error.status,
+            retryable=error.retryable,
+        )
 
     def _deadline(self) -> contextlib.AbstractAsyncContextManager[Any]:
         if self.timeout_seconds > 0:

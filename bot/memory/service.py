@@ -11,11 +11,12 @@ import json
 import logging
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
+from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
 from bot.memory.models import (
     AppliedChange,
@@ -48,18 +49,6 @@ log = logging.getLogger(__name__)
 
 MAX_BAD_ANSWERS = 5  # unusable answers for the same chunk before it is skipped (outages never count)
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
-
-
-@dataclass(frozen=True)
-class MemoryEvent:
-    """Something an admin may want to see.
-
-    `kind`: flush, forgotten, opted_out, opted_in, gemini_error, skipped (messages not learned from).
-    """
-
-    kind: str
-    scope: str
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 Listener = Callable[[MemoryEvent], None]
@@ -242,9 +231,7 @@ class MemoryService:
                 log.warning("forgetting deleted message %s failed; trying again", message_id, exc_info=True)
                 await asyncio.sleep(1.0)
         for scope, user_id, _ in removed:
-            self._emit(
-                MemoryEvent("forgotten", scope, {"user_id": user_id, "count": 1, "reason": "source deleted"})
-            )
+            self._emit(Forgotten(scope, user_id, 1, reason="source deleted"))
         return len(removed)
 
     # ---- flushing --------------------------------------------------------------------------------------
@@ -295,30 +282,23 @@ class MemoryService:
                 if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
                     # The same chunk keeps getting unusable answers: skip it rather than block the channel.
                     await self.store.call(Store.delete_pending_messages, ids)
-                    self._emit(
-                        MemoryEvent(
-                            "skipped", scope, {"messages": len(ids), "error": str(exc), "refused": False}
-                        )
-                    )
+                    self._emit(Skipped(scope, len(ids), refused=False, error=str(exc)))
                     return 0
                 await self.store.call(Store.mark_attempt, ids)
             self._emit(
-                MemoryEvent(
-                    "gemini_error",
+                ModelFailed(
                     scope,
-                    {
-                        "purpose": str(exc.purpose),
-                        "error": str(exc),
-                        "pending": len(ids),
-                        "key_rejected": isinstance(exc, ModelKeyRejected),
-                    },
+                    str(exc.purpose),
+                    str(exc),
+                    len(ids),
+                    key_rejected=isinstance(exc, ModelKeyRejected),
                 )
             )
             raise
         if refused:
-            self._emit(MemoryEvent("skipped", scope, {"messages": len(refused), "refused": True}))
+            self._emit(Skipped(scope, len(refused), refused=True))
         if changes:
-            self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": len(chunk)}))
+            self._emit(Learned(scope, changes, len(chunk)))
         return len(changes)
 
     async def _extract(self, chunk: list[BufferedMessage]) -> tuple[list[NewFact], list[str]]:
@@ -395,7 +375,7 @@ class MemoryService:
             return []
         changes = await self.consolidator.run(facts, user_names={(scope, user_id): name})
         if changes:
-            self._emit(MemoryEvent("flush", scope, {"changes": changes, "messages": 1}))
+            self._emit(Learned(scope, changes, 1))
         out: list[tuple[Decision, Fact]] = []
         for change in changes:
             fact = await self.store.call(Store.get_fact, change.fact_id) if change.fact_id else None
@@ -472,15 +452,8 @@ class MemoryService:
         )
         if count or fact_ids is None:
             self._emit(
-                MemoryEvent(
-                    "forgotten",
-                    scope,
-                    {
-                        "user_id": str(user_id),
-                        "count": count,
-                        "all": fact_ids is None,
-                        "actor": actor or str(user_id),
-                    },
+                Forgotten(
+                    scope, str(user_id), count, everything=fact_ids is None, actor=actor or str(user_id)
                 )
             )
         return count
@@ -500,7 +473,7 @@ class MemoryService:
             raise
         if not opted_out:
             self._opted_out.discard((scope, str(user_id)))
-        self._emit(MemoryEvent("opted_out" if opted_out else "opted_in", scope, {"user_id": str(user_id)}))
+        self._emit((OptedOut if opted_out else OptedIn)(scope, str(user_id)))
 
     # ---- guild administration ----------------------------------------------------------------------------
 

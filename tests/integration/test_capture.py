@@ -15,9 +15,10 @@ import pytest
 from bot.app import memory_policy
 from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
+from bot.memory.events import MemoryEvent, Skipped
 from bot.memory.models import BufferedMessage, NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
-from bot.memory.service import MAX_BAD_ANSWERS, MemoryEvent, MemoryService
+from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
 from bot.memory.store import AsyncStore, Store
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
@@ -463,7 +464,7 @@ async def test_a_message_gemini_refuses_to_read_is_skipped_and_the_rest_still_le
     learned += [f.text for f in await service.list_facts(SCOPE, "alice")]
     assert sorted(learned) == ["Alice said: I like tea", "Alice said: I run", "Bob said: I live in Oslo"]
     assert await pending(service) == []
-    assert [(e.kind, e.detail["messages"]) for e in events if e.kind == "skipped"] == [("skipped", 1)]
+    assert [(e.kind, e.messages) for e in events if isinstance(e, Skipped)] == [("skipped", 1)]
 
 
 async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_outage_is_waited_out(
@@ -491,7 +492,7 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
     assert [m.content for m in await service.store.call(Store.pending_messages, "c2", 10)] == ["I like tea"]
     assert await service.flush_channel("c2") == 0  # the fifth unusable answer: skipped
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
-    assert [e.detail["messages"] for e in events if e.kind == "skipped"] == [1]
+    assert [e.messages for e in events if isinstance(e, Skipped)] == [1]
     assert await pending(service) == ["I live in Oslo"]
 
 

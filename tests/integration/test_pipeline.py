@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from bot.memory.events import Learned, MemoryEvent
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
 from bot.memory.ports import ModelRefusal, Purpose
-from bot.memory.service import MemoryEvent, MemoryService
+from bot.memory.service import MemoryService
 from bot.memory.store import Store
 from tests.fakes import FakeEmbedder, FakeLLM, angled, unit
 
@@ -73,7 +74,8 @@ async def test_add_when_nothing_similar_is_known(
     kinds = [(e["kind"], e["detail"].get("decision")) for e in store.events(SCOPE, "alice")]
     assert ("added", "ADD") in kinds
     assert store.count_pending() == 0
-    assert [c.decision for c in events[0].detail["changes"]] == [Decision.ADD]
+    assert isinstance(events[0], Learned)
+    assert [c.decision for c in events[0].changes] == [Decision.ADD]
 
 
 async def decide(
@@ -394,7 +396,7 @@ async def test_a_merge_that_loses_or_repeats_information_is_not_applied_as_a_mer
     active: list[str],
 ) -> None:
     changes: list[Any] = []
-    service.add_listener(lambda event: changes.extend(event.detail.get("changes", [])))
+    service.add_listener(lambda event: changes.extend(event.changes if isinstance(event, Learned) else []))
     await decide(
         service, llm, embedder, {"decision": "MERGE", "target_fact_id": "OLD", "merged_text": merged_text}
     )
@@ -446,7 +448,7 @@ async def test_the_words_settle_repeats_and_refinements_without_a_model(
     embedder.vectors[new] = angled(25)
     llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
     changes: list[Any] = []
-    service.add_listener(lambda event: changes.extend(event.detail.get("changes", [])))
+    service.add_listener(lambda event: changes.extend(event.changes if isinstance(event, Learned) else []))
     await capture_and_flush(service, msg("m1", "alice", "I told you"))
     assert llm.count(Purpose.CONSOLIDATE) == 0
     assert [(c.decision, c.target_id) for c in changes] == [(decision, old)]

@@ -13,8 +13,9 @@ import discord
 import pytest
 
 from bot.adminlog import AdminLog, flush_line, short_error
+from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut
 from bot.memory.models import AppliedChange, Decision, GuildSettings, NewFact
-from bot.memory.service import MemoryEvent, MemoryService
+from bot.memory.service import MemoryService
 
 INTERVAL = 0.2
 GUILD = 111
@@ -241,15 +242,15 @@ def test_dm_events_are_logged_but_never_posted(caplog: pytest.LogCaptureFixture)
     default = FakeChannel(900, GUILD)
     log = AdminLog(FakeBot(default), default_channel_id=default.id)
     with caplog.at_level(logging.INFO, logger="bot.adminlog"):
-        log.on_memory_event(MemoryEvent("opted_out", "dm", {"user_id": "5"}))
+        log.on_memory_event(OptedOut("dm", "5"))
     assert not log._batches
     assert any("dm" in r.getMessage() for r in caplog.records)
 
 
 def test_opt_events_name_the_member_without_a_mention() -> None:
     log = AdminLog(FakeBot(), default_channel_id=None)
-    out = log.describe(MemoryEvent("opted_out", f"guild:{GUILD}", {"user_id": "5"}))
-    back = log.describe(MemoryEvent("opted_in", f"guild:{GUILD}", {"user_id": "77"}))
+    out = log.describe(OptedOut(f"guild:{GUILD}", "5"))
+    back = log.describe(OptedIn(f"guild:{GUILD}", "77"))
     assert out == "Alice opted out of being remembered."
     assert back == "user 77 opted back in to being remembered."
 
@@ -257,23 +258,16 @@ def test_opt_events_name_the_member_without_a_mention() -> None:
 def test_forgotten_lines_have_counts_and_who_asked() -> None:
     log = AdminLog(FakeBot(), default_channel_id=None)
     scope = f"guild:{GUILD}"
-    by_admin = {"user_id": "5", "count": 4, "all": True, "actor": "6"}
-    assert (
-        log.describe(MemoryEvent("forgotten", scope, by_admin))
-        == "Forgot 4 facts of Alice (everything, by Bob)."
-    )
-    deleted = {"user_id": "5", "count": 1, "reason": "source deleted"}
-    assert (
-        log.describe(MemoryEvent("forgotten", scope, deleted)) == "Forgot 1 fact of Alice (source deleted)."
-    )
+    by_admin = Forgotten(scope, "5", 4, everything=True, actor="6")
+    assert log.describe(by_admin) == "Forgot 4 facts of Alice (everything, by Bob)."
+    deleted = Forgotten(scope, "5", 1, reason="source deleted")
+    assert log.describe(deleted) == "Forgot 1 fact of Alice (source deleted)."
 
 
 def test_gemini_errors_are_short_and_hide_the_key() -> None:
     log = AdminLog(FakeBot(), default_channel_id=None)
     error = "HTTP 400 for https://x/models?key=AIzaSECRETKEY123&alt=sse: bad request\nTraceback ..."
-    line = log.describe(
-        MemoryEvent("gemini_error", f"guild:{GUILD}", {"purpose": "extract", "error": error, "pending": 7})
-    )
+    line = log.describe(ModelFailed(f"guild:{GUILD}", "extract", error, 7))
     assert line is not None
     assert "SECRETKEY" not in line and "Traceback" not in line
     assert line.startswith("Gemini extract failed: HTTP 400")
