@@ -14,7 +14,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import discord
 
@@ -23,6 +23,16 @@ from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, Opte
 from bot.memory.models import AppliedChange, Decision, guild_id_of
 
 log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class LogChannel(Protocol):
+    """Where a log line can go: any channel or thread the bot can send to (or a partial one)."""
+
+    id: int
+
+    async def send(self, content: str, *, allowed_mentions: discord.AllowedMentions) -> Any: ...
+
 
 MAX_QUEUED_LINES = 500
 MAX_NAMES_SHOWN = 5
@@ -191,7 +201,7 @@ class AdminLog:
 
     # ---- sending -----------------------------------------------------------------------------------------
 
-    def channel_for(self, guild_id: int) -> discord.abc.Messageable | None:
+    def channel_for(self, guild_id: int) -> LogChannel | None:
         """The guild's configured log channel, else the default channel if it belongs to this guild."""
         configured = self.bot.memory.guild(guild_id).log_channel_id
         if configured:
@@ -205,7 +215,7 @@ class AdminLog:
                 return None
         else:
             return None
-        return channel if callable(getattr(channel, "send", None)) else None
+        return channel if isinstance(channel, LogChannel) else None
 
     async def _send(self, guild_id: int, batch: _Batch) -> None:
         """Post one batch; Discord refusing it is logged (once per channel for Forbidden/NotFound), never raised."""

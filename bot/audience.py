@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 import discord
+from discord.ext import commands
 
 from bot.memory.models import Fact
 from bot.memory.recall import Audience
@@ -67,7 +68,7 @@ def can_view(channel: discord.abc.GuildChannel, member: discord.Member) -> bool:
 class AudienceResolver:
     """Builds the `Audience` of a reply, and answers "may this member read where that fact was said"."""
 
-    def __init__(self, bot: discord.Client) -> None:
+    def __init__(self, bot: commands.Bot) -> None:
         self.bot = bot
         self._cache: dict[tuple[int, str, str], bool] = {}
         self._chunking: dict[int, asyncio.Task[Any]] = {}

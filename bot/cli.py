@@ -31,6 +31,8 @@ from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
 
 EXIT_PROBLEM = 1
+DATABASE_ERRORS: tuple[type[Exception], ...] = (DatabaseError, *sqlite_errors())
+FAILURES: tuple[type[Exception], ...] = (ModelError, *DATABASE_ERRORS)  # reported in one line, no traceback
 IMPORT_BATCH = 100
 RECALL_BATCH = 100  # queries of a --queries file embedded in one Gemini request
 CONSOLIDATED = {
@@ -182,7 +184,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _dispatch(command, settings, args)
     except CliError as exc:
         return _report(exc.lines)
-    except (ModelError, DatabaseError, *sqlite_errors()) as exc:
+    except FAILURES as exc:
         return _report([failure_line(settings, exc)])
     except KeyboardInterrupt:
         return 130
@@ -263,13 +265,18 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
             database.update(store.health(), ok=True)
         finally:
             store.close()
-    except (DatabaseError, *sqlite_errors()) as exc:
+    except DATABASE_ERRORS as exc:
         problem = failure_line(settings, exc)
         database.update(ok=False, error=problem)
         problems.append(problem)
     online = asyncio.run(check_online(settings)) if args.online else {}
     problems += [verdict["error"] for verdict in online.values() if not verdict["ok"]]
-    report = {"ok": not problems, "settings": settings.masked(), "database": database, "problems": problems}
+    report: dict[str, Any] = {
+        "ok": not problems,
+        "settings": settings.masked(),
+        "database": database,
+        "problems": problems,
+    }
     if args.online:
         report["online"] = online
     human = [f"{k} = {v}" for k, v in report["settings"].items()]
@@ -531,7 +538,7 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     try:
         fresh = await _not_yet_known(service, lines, report)
         await _import_batches(service, fresh, args.consolidate, report)
-    except (ModelError, DatabaseError, *sqlite_errors()) as exc:
+    except FAILURES as exc:
         report.error = failure_line(settings, exc)
     finally:
         await service.close(record_usage=False)

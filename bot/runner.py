@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import sys
@@ -27,7 +28,7 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, lambda s=sig: _stop(bot, s))
+            loop.add_signal_handler(sig, functools.partial(_stop, bot, sig))
     async with bot:
         await bot.start(settings.discord_token)
 

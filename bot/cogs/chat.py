@@ -496,7 +496,7 @@ class Chat(commands.Cog):
         """Make the reply to `trigger` this one message: the first sent part edited (the rest deleted),
         or a new reply when nothing was sent yet."""
         if not sent:
-            return await trigger.reply(text, mention_author=False, view=view)
+            return await trigger.reply(text, mention_author=False, view=view or discord.utils.MISSING)
         await sent[0].edit(content=text, view=view)
         for extra in sent[1:]:
             await extra.delete()

@@ -92,7 +92,7 @@ class Errors(commands.Cog, name="errors"):
         self.bot.tree.error(report_error)
 
     async def cog_unload(self) -> None:
-        self.bot.tree.on_error = self._previous
+        self.bot.tree.error(self._previous)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -259,10 +259,10 @@ class FactsPager(OwnedView):
         """Show `page` (0-based); `render` clamps it, so a page past the end is the last one."""
         self.page = page
 
-        async def page() -> Reply:
+        async def show() -> Reply:
             return Reply(await self.render(), self)
 
-        await answer(interaction, page(), update=True)
+        await answer(interaction, show(), update=True)
 
     @discord.ui.button(label="First", style=discord.ButtonStyle.secondary, custom_id="facts:first")
     async def first_page(self, interaction: discord.Interaction, button: discord.ui.Button[Any]) -> None:
@@ -331,7 +331,7 @@ class CorrectFact(discord.ui.Modal, title="Correct a fact"):
 
         await answer(interaction, correct())
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:
+    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]  # a modal's errors come without an item
         await report_error(interaction, error)
 
 
@@ -449,7 +449,7 @@ class MemoryCommands(commands.Cog, name="memory"):
     async def facts(self, interaction: discord.Interaction, user: discord.User | None = None) -> None:
         subject = user or interaction.user
         in_guild = interaction.guild_id is not None
-        settings = self.bot.memory.guild(interaction.guild_id) if in_guild else None
+        settings = self.bot.memory.guild(interaction.guild_id) if interaction.guild_id is not None else None
         allowed = may_view_facts(
             caller_id=interaction.user.id,
             subject_id=subject.id,

@@ -18,7 +18,7 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -289,7 +289,7 @@ class GeminiClient:
 
     async def chat_stream(
         self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
-    ) -> AsyncIterator[str | ToolCall]:
+    ) -> AsyncGenerator[str | ToolCall, None]:
         """Yield the chat model's reply as text deltas, and the tools it calls as `ToolCall`s.
 
         Retries only while nothing has been yielded (a retry after that would repeat text the caller already
@@ -305,7 +305,7 @@ class GeminiClient:
             tools=[_tool(tools)] if tools else None,
         )
 
-        async def attempt() -> AsyncIterator[str | ToolCall]:
+        async def attempt() -> AsyncGenerator[str | ToolCall, None]:
             metadata: Any = None
             answered = False
             stream: Any = None
@@ -357,7 +357,7 @@ class GeminiClient:
     async def _with_retries(self, purpose: Purpose, attempt: Callable[[], Awaitable[R]]) -> R:
         """Run `attempt` under the per-attempt deadline, retrying transient failures within the budget."""
 
-        async def once() -> AsyncIterator[R]:
+        async def once() -> AsyncGenerator[R, None]:
             async with self._deadline():
                 result = await attempt()
             yield result
@@ -365,7 +365,9 @@ class GeminiClient:
         [result] = [r async for r in self._retrying(purpose, once)]
         return result
 
-    async def _retrying(self, purpose: Purpose, attempt: Callable[[], AsyncIterator[R]]) -> AsyncIterator[R]:
+    async def _retrying(
+        self, purpose: Purpose, attempt: Callable[[], AsyncGenerator[R, None]]
+    ) -> AsyncGenerator[R, None]:
         """The one retry loop: yield what `attempt()` yields, trying again on a transient failure while
         nothing has been yielded (a retry after that would repeat what the caller already showed), with
         backoff or the server's hint, within the retry budget. A refusal is never retried."""
@@ -592,7 +594,8 @@ def _read_answer(schema: type[T], answer: str) -> T:
 
 def _describe_invalid(schema: type[pydantic.BaseModel], text: str, exc: pydantic.ValidationError) -> str:
     """One line for the logs: invalid JSON (often a cut-off answer) or JSON of the wrong shape."""
-    first = exc.errors()[0] if exc.errors() else {}
+    errors = exc.errors()
+    first: dict[str, Any] = dict(errors[0]) if errors else {}
     if first.get("type") == "json_invalid":
         return f"Gemini answered with invalid JSON ({first.get('msg', 'invalid')}; {len(text)} characters)"
     where = ".".join(str(p) for p in first.get("loc", ())) or "answer"
@@ -646,8 +649,9 @@ def _error_details(exc: genai_errors.APIError) -> list[Any]:
     body = exc.details
     if isinstance(body, dict):
         error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("details"), list):
-            return error["details"]
+        details = error.get("details") if isinstance(error, dict) else None
+        if isinstance(details, list):
+            return details
     return []
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TypeVar
@@ -124,4 +124,4 @@ class ChatModel(Protocol):
 
     def chat_stream(
         self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
-    ) -> AsyncIterator[str | ToolCall]: ...
+    ) -> AsyncGenerator[str | ToolCall, None]: ...
