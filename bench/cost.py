@@ -37,7 +37,7 @@ from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
 from bot.memory.ports import Purpose
 from bot.memory.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
 from bot.memory.service import MemoryService
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.gemini import GeminiStandIn
 
 DIMENSIONS = 768

@@ -21,14 +21,14 @@ from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
 from bot.memory.portable import fact_record, read_sources
 from bot.memory.ports import ModelError
 from bot.memory.recall import Audience, Participant
-from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
+from bot.storage import Store
+from bot.storage.connection import DatabaseError, describe_error, sqlite_errors
 
 EXIT_PROBLEM = 1
 IMPORT_BATCH = 100

@@ -22,7 +22,7 @@ from bot.audience import AudienceResolver
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.service import MemoryService
-from bot.memory.store import Store
+from bot.storage import Store
 
 log = logging.getLogger(__name__)
 

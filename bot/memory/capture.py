@@ -22,9 +22,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.memory.db import row_errors
 from bot.memory.models import BufferedMessage
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
+from bot.storage.connection import row_errors
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from bot.memory.prompts import (
     ConsolidationResult,
     consolidation_prompt,
 )
-from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, content_words, fold, worth_reading
+from bot.storage import AsyncStore, Store
 
 log = logging.getLogger(__name__)
 _WORDS = re.compile(r"\w+", re.UNICODE)

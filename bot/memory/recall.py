@@ -22,8 +22,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from bot.memory.models import Fact, ScoredFact
 from bot.memory.ports import Embedder
-from bot.memory.store import AsyncStore, Store
 from bot.memory.text import xml_safe
+from bot.storage import AsyncStore, Store
 
 log = logging.getLogger(__name__)
 

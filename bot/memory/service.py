@@ -41,8 +41,8 @@ from bot.memory.ports import (
     usage_scope,
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
-from bot.memory.store import AsyncStore, Store
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
+from bot.storage import AsyncStore, Store
 
 log = logging.getLogger(__name__)
 

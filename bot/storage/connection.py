@@ -1,4 +1,4 @@
-"""Opening an SQLite connection with sqlite-vec loaded, on Pythons that cannot load extensions.
+"""The connection: SQLite with sqlite-vec loaded, its errors, and transactions.
 
 Many Python builds (this project's CI among them) lack `sqlite3.Connection.enable_load_extension`.
 `sqlean.py` is a drop-in sqlite3 with extension loading and a recent SQLite (FTS5 secure-delete needs
@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 class DatabaseError(Exception):
     """The database cannot be used; the message says what to do about it."""
+
+
+class EmbeddingMismatchError(DatabaseError):
+    """The database holds vectors of another model or dimension than the one configured."""
 
 
 def _driver() -> ModuleType:
@@ -127,3 +131,35 @@ def _configure(conn: sqlite3.Connection, *, readonly: bool) -> None:
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+
+
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (a crash mid-write leaves nothing half done)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+class Connected:
+    """What every part of the store shares: one connection, and the width every vector must have."""
+
+    def __init__(self, conn: sqlite3.Connection, *, dimensions: int) -> None:
+        self.conn = conn
+        self.dimensions = dimensions
+
+    def _tx(self) -> Transaction:
+        return Transaction(self.conn)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the main file and truncate it, so deleted text does not linger in the log."""
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

@@ -1,0 +1,468 @@
+"""The SQLite store: its parts over one connection, and the writes that span their tables.
+
+Each part owns some tables (`buffer`, `people`, `facts`, `search`; the schema and the connection
+below them); `Store` composes them and holds what must happen in ONE transaction across them:
+a flush's facts with the removal of its messages, forgetting with the buffered text it came from,
+an opt-out with the person's buffered messages.
+
+Layout choices (measured in docs/benchmarks.md):
+- Vectors of ACTIVE facts live in a plain table indexed on (scope, user_id) and are searched with
+  `vec_distance_cosine() ... ORDER BY ... LIMIT`: an exact KNN that only ever reads one person's rows,
+  so other people's vectors can neither slow it down nor crowd a person's facts out of the top k.
+- `facts_fts` is an FTS5 table with secure-delete on (a delete really removes the tokens from the
+  index; contentless-delete tables only add tombstones), plus an `owner` token per (scope, user) so a
+  keyword search is confined to one person.
+- A superseded fact keeps its row (status + superseded_by) and its vector moves to
+  `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
+  can bring it back without asking Gemini again.
+
+`Store` is synchronous; `AsyncStore` (worker.py) runs every call on one dedicated thread, so each
+method is one atomic unit of work that never interleaves with another coroutine's statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bot.memory.models import (
+    AppliedChange,
+    Decision,
+    FactStatus,
+    GuildSettings,
+    NewFact,
+    Operation,
+    guild_scope,
+    iso,
+    utcnow,
+)
+from bot.storage import schema
+from bot.storage.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
+from bot.storage.connection import DatabaseError, connect
+from bot.storage.facts import Facts
+from bot.storage.people import People, upsert_user
+from bot.storage.schema import check_embedding, read_meta, set_meta
+from bot.storage.search import Search, vector_blob
+
+
+class Store(Facts, Search, Buffer, People):
+    """Synchronous SQLite + sqlite-vec store. Use `AsyncStore` from async code."""
+
+    # ---- opening -------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        embedding_model: str,
+        dimensions: int,
+        allow_model_change: bool = False,
+    ) -> Store:
+        """Open (creating and migrating as needed) and check the embedding model recorded in the file.
+
+        A different model or dimension raises EmbeddingMismatchError naming `python -m bot reembed`,
+        because mixing vectors of two models silently ruins every search.
+        """
+        conn = connect(path)
+        try:
+            store = cls(conn, dimensions=dimensions)
+            store.migrate()
+            check_embedding(conn, embedding_model, dimensions, allow_model_change)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def migrate(self) -> int:
+        """Apply numbered migrations past PRAGMA user_version; returns the resulting version."""
+        return schema.migrate(self.conn)
+
+    def embedding_meta(self) -> tuple[str, int]:
+        meta = read_meta(self.conn)
+        return meta["embedding_model"], int(meta["embedding_dimensions"])
+
+    def reembed_unfinished(self) -> bool:
+        """Whether a re-embedding was started and not finished."""
+        return self.conn.execute("SELECT 1 FROM meta WHERE key = 'reembed_target'").fetchone() is not None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def health(self) -> dict[str, Any]:
+        """What `check` reports: versions, schema, FTS5 and the embedding recorded.
+
+        `PRAGMA quick_check` first: a damaged file opens and answers simple queries, then fails later.
+        """
+        problems = [row[0] for row in self.conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise DatabaseError(f"the database is damaged ({problems[0]}); restore it from a backup")
+        vec_version, sqlite_version = self.conn.execute("SELECT vec_version(), sqlite_version()").fetchone()
+        self.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'probe'").fetchone()
+        model, dims = self.embedding_meta()
+        return {
+            "sqlite_version": sqlite_version,
+            "sqlite_vec_version": vec_version,
+            "schema_version": self.conn.execute("PRAGMA user_version").fetchone()[0],
+            "fts5": True,
+            "embedding_model": model,
+            "embedding_dimensions": dims,
+        }
+
+    # ---- people and servers: settings that drop buffered messages ------------------------------------------
+
+    def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> int:
+        """Record the choice; opting out also drops that person's not-yet-extracted messages here."""
+        with self._tx():
+            self.conn.execute(
+                "INSERT INTO users (scope, user_id, opted_out, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (scope, user_id) DO UPDATE SET opted_out = excluded.opted_out, "
+                "updated_at = excluded.updated_at",
+                (scope, user_id, int(opted_out), iso(utcnow())),
+            )
+            dropped = 0
+            if opted_out:
+                dropped = drop_pending_of(self.conn, scope, user_id)
+                self._event(None, scope, user_id, "opted_out", {"pending_dropped": dropped}, actor=user_id)
+            else:
+                self._event(None, scope, user_id, "opted_in", {}, actor=user_id)
+        if opted_out:
+            self.checkpoint()  # the dropped messages' text must not linger in the WAL
+        return dropped
+
+    def update_guild_settings(self, guild_id: str, **changes: Any) -> GuildSettings:
+        """Set memory_enabled, log_channel_id or members_see_others for a guild."""
+        allowed = {"memory_enabled", "log_channel_id", "members_see_others"}
+        if not set(changes) <= allowed:
+            raise ValueError(f"unknown guild settings: {sorted(set(changes) - allowed)}")
+        with self._tx():
+            self.conn.execute("INSERT OR IGNORE INTO guild_settings (guild_id) VALUES (?)", (guild_id,))
+            for key, value in changes.items():
+                stored = int(value) if isinstance(value, bool) else value
+                self.conn.execute(
+                    f"UPDATE guild_settings SET {key} = ? WHERE guild_id = ?", (stored, guild_id)
+                )
+            if changes.get("memory_enabled") is False:  # switched off: nothing buffered is read later
+                self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (guild_scope(guild_id),))
+        if changes.get("memory_enabled") is False:
+            self.checkpoint()
+        return self.guild_settings().get(guild_id, GuildSettings(guild_id))
+
+    def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
+        with self._tx():
+            if ignored:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO ignored_channels VALUES (?, ?)", (guild_id, channel_id)
+                )
+                self.conn.execute(
+                    "DELETE FROM pending_messages WHERE channel_id = ? OR parent_channel_id = ?",
+                    (channel_id, channel_id),
+                )
+            else:
+                self.conn.execute(
+                    "DELETE FROM ignored_channels WHERE guild_id = ? AND channel_id = ?",
+                    (guild_id, channel_id),
+                )
+        if ignored:
+            self.checkpoint()
+
+    # ---- forgetting ----------------------------------------------------------------------------------------
+
+    def forget(
+        self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
+    ) -> int:
+        """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and FTS rows.
+
+        Ids that are not this person's in this scope are ignored (the count says what was removed).
+        Forgetting everything also drops the person's buffered messages, so nothing is learned afterwards
+        from text they said before. Leaves one 'forgotten' event with a count and no text.
+        """
+        with self._tx():
+            if fact_ids is None:
+                ids = [
+                    r[0]
+                    for r in self.conn.execute(
+                        "SELECT id FROM facts WHERE scope = ? AND user_id = ?", (scope, user_id)
+                    )
+                ]
+                drop_pending_of(self.conn, scope, user_id)
+            else:
+                own = [
+                    fid
+                    for fid in fact_ids
+                    if self.conn.execute(
+                        "SELECT 1 FROM facts WHERE id = ? AND scope = ? AND user_id = ?",
+                        (fid, scope, user_id),
+                    ).fetchone()
+                ]
+                ids = self._chain(own)
+                if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
+                    drop_bot_turns(self.conn, scope)
+            self._delete_facts(ids)
+            if ids or fact_ids is None:
+                self._event(
+                    None, scope, user_id, "forgotten", {"count": len(ids), "all": fact_ids is None}, actor
+                )
+        self.checkpoint()
+        return len(ids)
+
+    def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
+        """A source message was deleted: drop it from the buffer, with the bot's replies to it, and from facts.
+
+        Facts that carry its words are deleted: a fact left with no source, a merged fact the message
+        added its text to, and every fact merged from one of those. Facts they had superseded become
+        active again, because the statement that replaced them was withdrawn. Other facts only lose it
+        as a source. Returns (scope, user_id, fact_id) of deleted facts.
+        """
+        removed: list[tuple[str, str, int]] = []
+        now = iso(utcnow())
+        with self._tx():
+            buffered = self.conn.execute(
+                "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
+            ).rowcount
+            carrying = self._facts_carrying(message_id)
+            self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
+            for fid in carrying:
+                row = self.conn.execute(
+                    "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
+                ).fetchone()
+                if row is None:
+                    continue
+                replaced = [
+                    (old_id, old_text)
+                    for old_id, old_text in self.conn.execute(
+                        "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
+                        (fid,),
+                    ).fetchall()
+                    if old_id not in carrying
+                ]
+                for old_id, old_text in replaced:
+                    if row[2] == FactStatus.ACTIVE.value:
+                        self._restore(old_id, row[0], row[1], old_text, now)
+                    else:  # the withdrawn fact was itself replaced since: its successor replaces these too,
+                        # and carries their words only if both steps were merges
+                        self.conn.execute(
+                            "UPDATE facts SET superseded_by = ?, status = CASE WHEN status = 'merged' AND ? = "
+                            "'merged' THEN 'merged' ELSE 'invalidated' END WHERE id = ?",
+                            (row[3], row[2], old_id),
+                        )
+                self._delete_facts([fid])
+                self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
+                removed.append((row[0], row[1], fid))
+        if removed or buffered:
+            self.checkpoint()
+        return removed
+
+    # ---- a flush -------------------------------------------------------------------------------------------
+
+    def apply_flush(
+        self,
+        operations: Sequence[Operation],
+        *,
+        consumed_message_ids: Sequence[str] = (),
+        user_names: dict[tuple[str, str], str] | None = None,
+        refreshed: Sequence[tuple[int, Sequence[float]]] = (),
+        actor: str = "system",
+        read_texts: dict[str, str] | None = None,
+    ) -> list[AppliedChange]:
+        """Apply a flush's decisions, their events and the removal of its buffered messages in ONE transaction.
+
+        An operation whose target is not an active fact of the same person (forgotten meanwhile, or an id
+        the model made up) is applied as ADD. Facts of people who opted out, and facts whose every source
+        message left the buffer while the flush ran, are dropped. A message edited while the flush ran
+        (its text differs from `read_texts`) stays buffered with its new text, and facts drawn from it are
+        dropped: they were read from words that are no longer there. `refreshed` carries
+        fresh vectors for facts listed by `stale_facts()`.
+        """
+        now = iso(utcnow())
+        applied: list[AppliedChange] = []
+        with self._tx():
+            self._refresh_vectors(refreshed)
+            opted_out = self.opted_out()
+            # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
+            current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
+            withdrawn = {mid for mid in consumed_message_ids if current[mid] is None}
+            edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
+            for (scope, user_id), name in (user_names or {}).items():
+                upsert_user(self.conn, scope, user_id, name)
+            for op in operations:
+                fact = op.fact
+                if (fact.scope, fact.user_id) in opted_out:
+                    continue
+                if withdrawn and fact.source_message_ids and set(fact.source_message_ids) <= withdrawn:
+                    continue
+                if edited & set(fact.source_message_ids):
+                    continue
+                if withdrawn & set(fact.source_message_ids):  # keep no trace of a message deleted meanwhile
+                    fact = replace(
+                        fact, source_message_ids=[m for m in fact.source_message_ids if m not in withdrawn]
+                    )
+                decision = op.decision
+                target_id = op.target_id
+                if decision is Decision.DUPLICATE and target_id is not None:
+                    # Another decision of this flush may have merged the target already: repeat its successor.
+                    merged = self._merged_into(target_id)
+                    target_id = merged[-1] if merged else target_id
+                    op = replace(op, target_id=target_id)
+                target = self._active_owner(target_id) if target_id is not None else None
+                if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
+                    target is None or target[:2] != (fact.scope, fact.user_id)
+                ):
+                    decision = Decision.ADD
+                if decision is Decision.MERGE and not op.merged_text:
+                    decision = Decision.KEEP
+                fact_id: int | None
+                if decision in (Decision.ADD, Decision.KEEP):
+                    assert fact.embedding is not None
+                    fact_id = self._insert_fact(fact, fact.text, fact.embedding, now)
+                    self._event(
+                        fact_id,
+                        fact.scope,
+                        fact.user_id,
+                        "added",
+                        {"text": fact.text, "decision": decision.value, "reason": op.reason},
+                        actor,
+                    )
+                    applied.append(AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id))
+                elif decision is Decision.DUPLICATE:
+                    assert op.target_id is not None
+                    fact_id = op.target_id
+                    self._add_sources(fact_id, fact, confirms=True)
+                    self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, fact_id))
+                    self._event(
+                        fact_id,
+                        fact.scope,
+                        fact.user_id,
+                        "duplicate",
+                        {"text": fact.text, "reason": op.reason},
+                        actor,
+                    )
+                    applied.append(
+                        AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id, fact_id)
+                    )
+                else:
+                    assert op.target_id is not None and target is not None
+                    assert fact.embedding is not None
+                    text, vector = fact.text, fact.embedding
+                    if decision is Decision.MERGE:
+                        assert op.merged_text is not None
+                        text = op.merged_text
+                        # The merged text holds both facts' words: sensitive if either was.
+                        fact = replace(fact, sensitive=fact.sensitive or target[3])
+                    fact_id = self._insert_fact(fact, text, vector, now)
+                    if decision is Decision.MERGE:
+                        self._inherit_sources(fact_id, op.target_id)
+                        # Searchable at once with the new fact's vector; the merged text's own vector
+                        # rides along with the next flush's embedding request (see refresh below).
+                        self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
+                    status = FactStatus.MERGED if decision is Decision.MERGE else FactStatus.INVALIDATED
+                    self._supersede(op.target_id, fact_id, status, now)
+                    self._event(
+                        fact_id,
+                        fact.scope,
+                        fact.user_id,
+                        "added",
+                        {
+                            "text": text,
+                            "decision": decision.value,
+                            "replaces": op.target_id,
+                            "reason": op.reason,
+                        },
+                        actor,
+                    )
+                    self._event(
+                        op.target_id,
+                        fact.scope,
+                        fact.user_id,
+                        status.value,
+                        {"text": target[2], "superseded_by": fact_id, "reason": op.reason},
+                        actor,
+                    )
+                    applied.append(
+                        AppliedChange(
+                            decision, fact.scope, fact.user_id, fact.user_name, fact_id, op.target_id
+                        )
+                    )
+            for mid in consumed_message_ids:
+                if mid not in edited:
+                    self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
+        return applied
+
+    # ---- import and re-embedding ---------------------------------------------------------------------------
+
+    def add_facts(self, facts: Sequence[NewFact], *, actor: str = "import") -> list[int]:
+        """Store facts as they are (no consolidation), each with its embedding, in one transaction."""
+        now = iso(utcnow())
+        ids: list[int] = []
+        with self._tx():
+            for fact in facts:
+                assert fact.embedding is not None
+                upsert_user(self.conn, fact.scope, fact.user_id, fact.user_name)
+                fid = self._insert_fact(fact, fact.text, fact.embedding, now)
+                self._event(
+                    fid, fact.scope, fact.user_id, "added", {"text": fact.text, "decision": "IMPORT"}, actor
+                )
+                ids.append(fid)
+        return ids
+
+    def begin_reembed(self, model: str, dimensions: int) -> int:
+        """Start (or resume) re-embedding into `model`; returns the last fact id already done."""
+        meta = read_meta(self.conn)
+        target = f"{model}@{dimensions}"
+        with self._tx():
+            if meta.get("reembed_target") != target:
+                set_meta(self.conn, "reembed_target", target)
+                set_meta(self.conn, "reembed_after_id", "0")
+                return 0
+        return int(meta.get("reembed_after_id", "0"))
+
+    def facts_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT id, text FROM facts WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            ).fetchall()
+        ]
+
+    def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Replace vectors (active: searchable; superseded: archived) and record progress, atomically."""
+        with self._tx():
+            for fid, vector in vectors:
+                blob = vector_blob(vector)
+                self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fid))
+                self.conn.execute(
+                    "UPDATE facts SET archived_embedding = ? WHERE id = ? AND archived_embedding IS NOT NULL",
+                    (blob, fid),
+                )
+                self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fid,))
+            if vectors:
+                set_meta(self.conn, "reembed_after_id", str(max(fid for fid, _ in vectors)))
+
+    def finish_reembed(self, model: str, dimensions: int) -> None:
+        with self._tx():
+            set_meta(self.conn, "embedding_model", model)
+            set_meta(self.conn, "embedding_dimensions", str(dimensions))
+            self.conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_after_id')")
+        self.dimensions = dimensions
+
+    # ---- statistics ----------------------------------------------------------------------------------------
+
+    def stats(self, scope: str | None = None) -> dict[str, Any]:
+        where, params = ("WHERE scope = ?", (scope,)) if scope else ("", ())
+        by_status = dict(
+            self.conn.execute(
+                f"SELECT status, count(*) FROM facts {where} GROUP BY status", params
+            ).fetchall()
+        )
+        people = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts {where})", params
+        ).fetchone()[0]
+        scopes = self.conn.execute("SELECT count(DISTINCT scope) FROM facts").fetchone()[0]
+        return {
+            "facts": {s.value: by_status.get(s.value, 0) for s in FactStatus},
+            "people": people,
+            "scopes": scopes,
+            "pending_messages": self.count_pending(scope),
+        }
