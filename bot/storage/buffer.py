@@ -12,6 +12,15 @@ from collections.abc import Iterable, Sequence
 
 from bot.memory.models import BufferedMessage, Origin, PendingChannel
 from bot.storage.connection import Connected
+from bot.storage.rows import (
+    BUFFERED_COLUMNS,
+    buffered_message_from,
+    origin_from,
+    pending_channel_from,
+    scalar,
+    select,
+    select_one,
+)
 
 
 def drop_pending_of(conn: sqlite3.Connection, scope: str, user_id: str) -> int:
@@ -32,19 +41,21 @@ def drop_bot_turns(conn: sqlite3.Connection, scope: str) -> None:
 
 
 def buffered_origin(conn: sqlite3.Connection, message_id: str) -> Origin | None:
-    row = conn.execute(
+    """Where a buffered message was said (None: it is not in the buffer)."""
+    row = select_one(
+        conn,
         "SELECT channel_id, parent_channel_id, private_thread FROM pending_messages WHERE message_id = ?",
         (message_id,),
-    ).fetchone()
-    return Origin(row[0], row[1], bool(row[2])) if row else None
+    )
+    return origin_from(row) if row else None
 
 
 def buffered_texts(conn: sqlite3.Connection, message_ids: Iterable[str]) -> dict[str, str | None]:
     """Each message's buffered text as it is now; None for one that left the buffer."""
     texts: dict[str, str | None] = {}
     for mid in message_ids:
-        row = conn.execute("SELECT content FROM pending_messages WHERE message_id = ?", (mid,)).fetchone()
-        texts[mid] = row[0] if row is not None else None
+        row = select_one(conn, "SELECT content FROM pending_messages WHERE message_id = ?", (mid,))
+        texts[mid] = row["content"] if row is not None else None
     return texts
 
 
@@ -109,33 +120,31 @@ class Buffer(Connected):
             ).rowcount
 
     def pending_channels(self) -> list[PendingChannel]:
-        rows = self.conn.execute(
-            "SELECT channel_id, min(scope), count(*), min(captured_at), max(captured_at) FROM pending_messages "
-            "WHERE is_bot = 0 GROUP BY channel_id"
-        ).fetchall()
-        return [PendingChannel(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        rows = select(
+            self.conn,
+            "SELECT channel_id, min(scope) AS scope, count(*) AS count, min(captured_at) AS first_captured_at, "
+            "max(captured_at) AS last_captured_at FROM pending_messages WHERE is_bot = 0 GROUP BY channel_id",
+        )
+        return [pending_channel_from(r) for r in rows]
 
     def pending_messages(self, channel_id: str, limit: int) -> list[BufferedMessage]:
         """The oldest `limit` buffered messages of a channel, in arrival order."""
-        rows = self.conn.execute(
-            "SELECT message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
-            "parent_channel_id, reply_to, private_thread FROM pending_messages WHERE channel_id = ? "
-            "ORDER BY seq LIMIT ?",
+        rows = select(
+            self.conn,
+            f"SELECT {BUFFERED_COLUMNS} FROM pending_messages WHERE channel_id = ? ORDER BY seq LIMIT ?",
             (channel_id, limit),
-        ).fetchall()
-        return [
-            BufferedMessage(
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8], r[9], r[10], bool(r[11])
-            )
-            for r in rows
-        ]
+        )
+        return [buffered_message_from(r) for r in rows]
 
     def count_pending(self, scope: str | None = None) -> int:
+        count: int
         if scope is None:
-            return self.conn.execute("SELECT count(*) FROM pending_messages WHERE is_bot = 0").fetchone()[0]
-        return self.conn.execute(
-            "SELECT count(*) FROM pending_messages WHERE is_bot = 0 AND scope = ?", (scope,)
-        ).fetchone()[0]
+            count = scalar(self.conn, "SELECT count(*) FROM pending_messages WHERE is_bot = 0")
+        else:
+            count = scalar(
+                self.conn, "SELECT count(*) FROM pending_messages WHERE is_bot = 0 AND scope = ?", (scope,)
+            )
+        return count
 
     def mark_attempt(self, message_ids: Sequence[str]) -> None:
         with self._tx():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -46,6 +47,12 @@ def _drivers() -> list[ModuleType]:
 
         drivers.append(sqlean)
     return drivers
+
+
+def row_type(conn: sqlite3.Connection) -> type[sqlite3.Row]:
+    """The `Row` class of the driver `conn` belongs to (each driver's cursor takes only its own)."""
+    row: type[sqlite3.Row] = sys.modules[type(conn).__module__].Row
+    return row
 
 
 def sqlite_errors() -> tuple[type[Exception], ...]:

@@ -15,7 +15,17 @@ from typing import Any
 from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
 from bot.storage.buffer import buffered_origin
 from bot.storage.connection import Connected
-from bot.storage.rows import FACT_COLUMNS, fact_from, source_ids_of, sources_of
+from bot.storage.rows import (
+    FACT_COLUMNS,
+    Owner,
+    event_from,
+    facts_from,
+    owner_from,
+    scalar,
+    select,
+    select_one,
+    source_ids_of,
+)
 from bot.storage.search import owner_token, vector_blob
 
 
@@ -33,34 +43,34 @@ class Facts(Connected):
     ) -> list[Fact]:
         """A person's facts in one scope, newest first, with their source message ids."""
         status_filter = "" if all_statuses else "AND f.status = 'active'"
-        rows = self.conn.execute(
+        rows = select(
+            self.conn,
             f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? AND f.user_id = ? {status_filter} "
             "ORDER BY f.recorded_at DESC, f.id DESC LIMIT ? OFFSET ?",
             (scope, user_id, limit, offset),
-        ).fetchall()
-        sources = sources_of(self.conn, [r[0] for r in rows])
-        return [fact_from(r, sources.get(r[0], ())) for r in rows]
+        )
+        return facts_from(self.conn, rows)
 
     def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int:
         status_filter = "" if all_statuses else "AND status = 'active'"
-        return self.conn.execute(
-            f"SELECT count(*) FROM facts WHERE scope = ? AND user_id = ? {status_filter}", (scope, user_id)
-        ).fetchone()[0]
+        count: int = scalar(
+            self.conn,
+            f"SELECT count(*) FROM facts WHERE scope = ? AND user_id = ? {status_filter}",
+            (scope, user_id),
+        )
+        return count
 
     def get_fact(self, fact_id: int) -> Fact | None:
-        row = self.conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.id = ?", (fact_id,)
-        ).fetchone()
-        return fact_from(row, sources_of(self.conn, [fact_id]).get(fact_id, ())) if row else None
+        row = select_one(self.conn, f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.id = ?", (fact_id,))
+        return facts_from(self.conn, [row])[0] if row else None
 
     def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:
         """Every fact in a scope (of one person, or everyone's), all statuses, oldest first, with sources."""
         who, params = ("AND f.user_id = ?", (scope, user_id)) if user_id is not None else ("", (scope,))
-        rows = self.conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? {who} ORDER BY f.id", params
-        ).fetchall()
-        sources = sources_of(self.conn, [r[0] for r in rows])
-        return [fact_from(r, sources.get(r[0], ())) for r in rows]
+        rows = select(
+            self.conn, f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? {who} ORDER BY f.id", params
+        )
+        return facts_from(self.conn, rows)
 
     def correct_fact(
         self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
@@ -74,16 +84,13 @@ class Facts(Connected):
             raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
         with self._tx():
             owner = self._active_owner(fact_id)
-            if owner is None or owner[:2] != (scope, user_id):
+            if owner is None or (owner.scope, owner.user_id) != (scope, user_id):
                 return None
             self.conn.execute(
                 "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
                 (text, int(sensitive), iso(utcnow()), fact_id),
             )
-            self.conn.execute(
-                "UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (vector_blob(embedding), fact_id)
-            )
-            self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fact_id,))
+            self._write_vectors([(fact_id, embedding)])
             self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact_id,))
             self.conn.execute(
                 "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
@@ -97,23 +104,13 @@ class Facts(Connected):
     def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         params: tuple[Any, ...] = (scope,) if user_id is None else (scope, user_id)
         where = "scope = ?" if user_id is None else "scope = ? AND user_id = ?"
-        rows = self.conn.execute(
+        rows = select(
+            self.conn,
             f"SELECT id, fact_id, user_id, kind, detail, actor, at FROM fact_events WHERE {where} "
             "ORDER BY id DESC LIMIT ?",
             (*params, limit),
-        ).fetchall()
-        return [
-            {
-                "id": r[0],
-                "fact_id": r[1],
-                "user_id": r[2],
-                "kind": r[3],
-                "detail": json.loads(r[4]),
-                "actor": r[5],
-                "at": r[6],
-            }
-            for r in rows
-        ]
+        )
+        return [event_from(r) for r in rows]
 
     def record_retrievals(self, fact_ids: Sequence[int]) -> None:
         with self._tx():
@@ -124,14 +121,13 @@ class Facts(Connected):
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
         """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
-        return [
-            (r[0], r[1])
-            for r in self.conn.execute(
-                "SELECT f.id, f.text FROM stale_vectors AS s JOIN facts AS f ON f.id = s.fact_id "
-                "ORDER BY s.fact_id LIMIT ?",
-                (limit,),
-            ).fetchall()
-        ]
+        rows = select(
+            self.conn,
+            "SELECT f.id, f.text FROM stale_vectors AS s JOIN facts AS f ON f.id = s.fact_id "
+            "ORDER BY s.fact_id LIMIT ?",
+            (limit,),
+        )
+        return [(r["id"], r["text"]) for r in rows]
 
     def _event(
         self,
@@ -211,25 +207,34 @@ class Facts(Connected):
         chain: list[int] = []
         while (
             (
-                row := self.conn.execute(
-                    "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'", (fact_id,)
-                ).fetchone()
+                row := select_one(
+                    self.conn,
+                    "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'",
+                    (fact_id,),
+                )
             )
             is not None
-            and row[0] is not None
-            and row[0] not in chain
+            and row["superseded_by"] is not None
+            and row["superseded_by"] not in chain
         ):
-            fact_id = row[0]
+            fact_id = row["superseded_by"]
             chain.append(fact_id)
         return chain
 
-    def _active_owner(self, fact_id: int) -> tuple[str, str, str, bool] | None:
-        row = self.conn.execute(
-            "SELECT scope, user_id, text, sensitive FROM facts WHERE id = ? AND status = 'active'", (fact_id,)
-        ).fetchone()
-        return (row[0], row[1], row[2], bool(row[3])) if row else None
+    def _active_owner(self, fact_id: int) -> Owner | None:
+        row = select_one(
+            self.conn,
+            "SELECT scope, user_id, text, sensitive FROM facts WHERE id = ? AND status = 'active'",
+            (fact_id,),
+        )
+        return owner_from(row) if row else None
 
-    def _refresh_vectors(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+    def _write_vectors(self, vectors: Iterable[tuple[int, Sequence[float]]]) -> None:
+        """Give facts new vectors: the one searched with while active, the archived one once superseded.
+
+        The one way a vector is replaced (a merged fact's own vector arriving, a re-embedding, a
+        correction); a fact given its vector no longer waits in `stale_vectors`.
+        """
         for fact_id, vector in vectors:
             blob = vector_blob(vector)
             self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fact_id))
@@ -250,7 +255,7 @@ class Facts(Connected):
                 continue
             seen.append(fid)
             todo.extend(
-                r[0] for r in self.conn.execute("SELECT id FROM facts WHERE superseded_by = ?", (fid,))
+                r["id"] for r in select(self.conn, "SELECT id FROM facts WHERE superseded_by = ?", (fid,))
             )
         return seen
 
@@ -265,18 +270,18 @@ class Facts(Connected):
     def _facts_carrying(self, message_id: str) -> list[int]:
         """Facts whose text holds words of this message, newest last (see forget_message)."""
         with_source = {
-            r[0]: bool(r[1])
-            for r in self.conn.execute(
-                "SELECT fact_id, confirms FROM fact_sources WHERE message_id = ?", (message_id,)
+            r["fact_id"]: bool(r["confirms"])
+            for r in select(
+                self.conn, "SELECT fact_id, confirms FROM fact_sources WHERE message_id = ?", (message_id,)
             )
         }
         sources = source_ids_of(self.conn, list(with_source))
         carrying: set[int] = set()
         for fid, repeated in with_source.items():
             merged_from = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
+                r["id"]
+                for r in select(
+                    self.conn, "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
                 )
             ]
             inherited = {mid for mids in source_ids_of(self.conn, merged_from).values() for mid in mids}

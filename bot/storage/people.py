@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from bot.memory.models import GuildSettings, iso, utcnow
 from bot.storage.connection import Connected
+from bot.storage.rows import guild_settings_from, select, select_one
 
 
 def upsert_user(conn: sqlite3.Connection, scope: str, user_id: str, name: str) -> None:
@@ -27,34 +28,37 @@ class People(Connected):
     """Opt-outs, names, guild settings and app state."""
 
     def opted_out(self) -> set[tuple[str, str]]:
-        return {
-            (r[0], r[1])
-            for r in self.conn.execute("SELECT scope, user_id FROM users WHERE opted_out = 1").fetchall()
-        }
+        rows = select(self.conn, "SELECT scope, user_id FROM users WHERE opted_out = 1")
+        return {(r["scope"], r["user_id"]) for r in rows}
 
     def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]:
         ids = list(user_ids)
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(
-            f"SELECT user_id, name FROM users WHERE scope = ? AND user_id IN ({marks})", (scope, *ids)
-        ).fetchall()
-        return {r[0]: r[1] for r in rows}
+        rows = select(
+            self.conn,
+            f"SELECT user_id, name FROM users WHERE scope = ? AND user_id IN ({marks})",
+            (scope, *ids),
+        )
+        return {r["user_id"]: r["name"] for r in rows}
 
     def guild_settings(self) -> dict[str, GuildSettings]:
         out: dict[str, GuildSettings] = {}
-        for gid, enabled, log_channel, see_others in self.conn.execute(
-            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others FROM guild_settings"
+        for row in select(
+            self.conn,
+            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others FROM guild_settings",
         ):
-            out[gid] = GuildSettings(gid, bool(enabled), log_channel, bool(see_others))
-        for gid, cid in self.conn.execute("SELECT guild_id, channel_id FROM ignored_channels"):
-            out.setdefault(gid, GuildSettings(gid)).ignored_channel_ids.add(cid)
+            out[row["guild_id"]] = guild_settings_from(row)
+        for row in select(self.conn, "SELECT guild_id, channel_id FROM ignored_channels"):
+            out.setdefault(row["guild_id"], GuildSettings(row["guild_id"])).ignored_channel_ids.add(
+                row["channel_id"]
+            )
         return out
 
     def get_state(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM app_state WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+        row = select_one(self.conn, "SELECT value FROM app_state WHERE key = ?", (key,))
+        return row["value"] if row else None
 
     def set_state(self, key: str, value: str) -> None:
         self.conn.execute(

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from bot.memory.models import Fact
 from bot.memory.text import STOPWORDS, fold, stem
 from bot.storage.connection import Connected
-from bot.storage.rows import FACT_COLUMNS, fact_from, sources_of
+from bot.storage.rows import FACT_COLUMNS, fact_from, facts_from, scalar, select
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
@@ -88,19 +88,16 @@ class Search(Connected):
         self, scope: str, user_id: str, vector: Sequence[float], k: int, max_distance: float | None = None
     ) -> list[tuple[Fact, float]]:
         """Exact cosine KNN over one person's active facts, nearest first."""
-        rows = self.conn.execute(
-            f"SELECT {FACT_COLUMNS}, n.d FROM ("
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS}, n.d AS distance FROM ("
             "  SELECT fact_id, vec_distance_cosine(embedding, ?) AS d FROM fact_vectors"
             "  WHERE scope = ? AND user_id = ? ORDER BY d LIMIT ?"
             ") AS n JOIN facts AS f ON f.id = n.fact_id ORDER BY n.d, f.id",
             (vector_blob(vector), scope, user_id, k),
-        ).fetchall()
-        sources = sources_of(self.conn, [r[0] for r in rows])
-        return [
-            (fact_from(r, sources.get(r[0], ())), r[11])
-            for r in rows
-            if max_distance is None or r[11] <= max_distance
-        ]
+        )
+        near = [r for r in rows if max_distance is None or r["distance"] <= max_distance]
+        return list(zip(facts_from(self.conn, near), [r["distance"] for r in near], strict=True))
 
     def keyword_search(
         self, scope: str, user_id: str, text: str, k: int, *, ignore: Iterable[str] = ()
@@ -114,23 +111,24 @@ class Search(Connected):
         terms = keyword_query(text, ignore=ignore)
         if terms is None:
             return []
-        rows = self.conn.execute(
+        rows = select(
+            self.conn,
             f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.id IN ("
             "  SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?"
             ") AND f.status = 'active'",
             (f'owner:"{owner_token(scope, user_id)}" AND text:({terms})',),
-        ).fetchall()
+        )
         if not rows:
             return []
-        rows.sort(key=lambda r: r[0])  # equal scores: oldest fact first, whatever order SQLite chose
-        total = self.conn.execute(
-            "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
-        ).fetchone()[0]
+        rows.sort(key=lambda r: r["id"])  # equal scores: oldest fact first, whatever order SQLite chose
+        total = scalar(
+            self.conn, "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
+        )
         ranked = [
-            rows[i] for i in bm25_order([r[3] for r in rows], keyword_terms(terms), max(total, len(rows)))
+            rows[i]
+            for i in bm25_order([r["text"] for r in rows], keyword_terms(terms), max(total, len(rows)))
         ]
-        sources = sources_of(self.conn, [r[0] for r in ranked[:k]])
-        return [fact_from(r, sources.get(r[0], ())) for r in ranked[:k]]
+        return facts_from(self.conn, ranked[:k])
 
     def facts_by_text(
         self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
@@ -142,21 +140,23 @@ class Search(Connected):
         """
         wanted = {t.casefold() for t in texts}
         status_filter = "" if all_statuses else "AND status = 'active'"
-        rows = self.conn.execute(
+        rows = select(
+            self.conn,
             f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE scope = ? AND user_id = ? {status_filter}",
             (scope, user_id),
-        ).fetchall()
-        return {r[3].casefold(): fact_from(r) for r in rows if r[3].casefold() in wanted}
+        )
+        return {r["text"].casefold(): fact_from(r) for r in rows if r["text"].casefold() in wanted}
 
     def search_own_facts(self, scope: str, user_id: str, prefix: str, limit: int = 25) -> list[Fact]:
         """Active facts whose text or id contains `prefix`, for autocomplete ("#12" as shown finds fact 12)."""
         typed = prefix.strip()
         typed = typed[1:] if typed.startswith("#") and typed[1:].isdigit() else typed
         needle = "%" + typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self.conn.execute(
+        rows = select(
+            self.conn,
             f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE scope = ? AND user_id = ? AND status = 'active' "
             "AND (text LIKE ? ESCAPE '\\' OR CAST(id AS TEXT) LIKE ? ESCAPE '\\') "
             "ORDER BY recorded_at DESC, id DESC LIMIT ?",
             (scope, user_id, needle, needle, limit),
-        ).fetchall()
+        )
         return [fact_from(r) for r in rows]

@@ -43,8 +43,9 @@ from bot.storage.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pend
 from bot.storage.connection import DatabaseError, connect
 from bot.storage.facts import Facts
 from bot.storage.people import People, upsert_user
+from bot.storage.rows import scalar, select, select_one
 from bot.storage.schema import check_embedding, read_meta, set_meta
-from bot.storage.search import Search, vector_blob
+from bot.storage.search import Search
 
 
 class Store(Facts, Search, Buffer, People):
@@ -96,16 +97,16 @@ class Store(Facts, Search, Buffer, People):
 
         `PRAGMA quick_check` first: a damaged file opens and answers simple queries, then fails later.
         """
-        problems = [row[0] for row in self.conn.execute("PRAGMA quick_check").fetchall()]
+        problems = [row["quick_check"] for row in select(self.conn, "PRAGMA quick_check")]
         if problems != ["ok"]:
             raise DatabaseError(f"the database is damaged ({problems[0]}); restore it from a backup")
-        vec_version, sqlite_version = self.conn.execute("SELECT vec_version(), sqlite_version()").fetchone()
+        [versions] = select(self.conn, "SELECT vec_version() AS vec, sqlite_version() AS sqlite")
         self.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'probe'").fetchone()
         model, dims = self.embedding_meta()
         return {
-            "sqlite_version": sqlite_version,
-            "sqlite_vec_version": vec_version,
-            "schema_version": self.conn.execute("PRAGMA user_version").fetchone()[0],
+            "sqlite_version": versions["sqlite"],
+            "sqlite_vec_version": versions["vec"],
+            "schema_version": scalar(self.conn, "PRAGMA user_version"),
             "fts5": True,
             "embedding_model": model,
             "embedding_dimensions": dims,
@@ -182,9 +183,9 @@ class Store(Facts, Search, Buffer, People):
         with self._tx():
             if fact_ids is None:
                 ids = [
-                    r[0]
-                    for r in self.conn.execute(
-                        "SELECT id FROM facts WHERE scope = ? AND user_id = ?", (scope, user_id)
+                    r["id"]
+                    for r in select(
+                        self.conn, "SELECT id FROM facts WHERE scope = ? AND user_id = ?", (scope, user_id)
                     )
                 ]
                 drop_pending_of(self.conn, scope, user_id)
@@ -225,32 +226,34 @@ class Store(Facts, Search, Buffer, People):
             carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
-                row = self.conn.execute(
-                    "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
-                ).fetchone()
+                row = select_one(
+                    self.conn, "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
+                )
                 if row is None:
                     continue
+                scope, user_id, status = row["scope"], row["user_id"], row["status"]
                 replaced = [
-                    (old_id, old_text)
-                    for old_id, old_text in self.conn.execute(
+                    old
+                    for old in select(
+                        self.conn,
                         "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
                         (fid,),
-                    ).fetchall()
-                    if old_id not in carrying
+                    )
+                    if old["id"] not in carrying
                 ]
-                for old_id, old_text in replaced:
-                    if row[2] == FactStatus.ACTIVE.value:
-                        self._restore(old_id, row[0], row[1], old_text, now)
+                for old in replaced:
+                    if status == FactStatus.ACTIVE.value:
+                        self._restore(old["id"], scope, user_id, old["text"], now)
                     else:  # the withdrawn fact was itself replaced since: its successor replaces these too,
                         # and carries their words only if both steps were merges
                         self.conn.execute(
                             "UPDATE facts SET superseded_by = ?, status = CASE WHEN status = 'merged' AND ? = "
                             "'merged' THEN 'merged' ELSE 'invalidated' END WHERE id = ?",
-                            (row[3], row[2], old_id),
+                            (row["superseded_by"], status, old["id"]),
                         )
                 self._delete_facts([fid])
-                self._event(None, row[0], row[1], "forgotten", {"count": 1, "source_deleted": True})
-                removed.append((row[0], row[1], fid))
+                self._event(None, scope, user_id, "forgotten", {"count": 1, "source_deleted": True})
+                removed.append((scope, user_id, fid))
         if removed or buffered:
             self.checkpoint()
         return removed
@@ -279,7 +282,7 @@ class Store(Facts, Search, Buffer, People):
         now = iso(utcnow())
         applied: list[AppliedChange] = []
         with self._tx():
-            self._refresh_vectors(refreshed)
+            self._write_vectors(refreshed)
             opted_out = self.opted_out()
             # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
             current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
@@ -308,7 +311,7 @@ class Store(Facts, Search, Buffer, People):
                     op = replace(op, target_id=target_id)
                 target = self._active_owner(target_id) if target_id is not None else None
                 if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
-                    target is None or target[:2] != (fact.scope, fact.user_id)
+                    target is None or (target.scope, target.user_id) != (fact.scope, fact.user_id)
                 ):
                     decision = Decision.ADD
                 if decision is Decision.MERGE and not op.merged_text:
@@ -350,7 +353,7 @@ class Store(Facts, Search, Buffer, People):
                         assert op.merged_text is not None
                         text = op.merged_text
                         # The merged text holds both facts' words: sensitive if either was.
-                        fact = replace(fact, sensitive=fact.sensitive or target[3])
+                        fact = replace(fact, sensitive=fact.sensitive or target.sensitive)
                     fact_id = self._insert_fact(fact, text, vector, now)
                     if decision is Decision.MERGE:
                         self._inherit_sources(fact_id, op.target_id)
@@ -377,7 +380,7 @@ class Store(Facts, Search, Buffer, People):
                         fact.scope,
                         fact.user_id,
                         status.value,
-                        {"text": target[2], "superseded_by": fact_id, "reason": op.reason},
+                        {"text": target.text, "superseded_by": fact_id, "reason": op.reason},
                         actor,
                     )
                     applied.append(
@@ -419,24 +422,15 @@ class Store(Facts, Search, Buffer, People):
         return int(meta.get("reembed_after_id", "0"))
 
     def facts_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]:
-        return [
-            (r[0], r[1])
-            for r in self.conn.execute(
-                "SELECT id, text FROM facts WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
-            ).fetchall()
-        ]
+        rows = select(
+            self.conn, "SELECT id, text FROM facts WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        )
+        return [(r["id"], r["text"]) for r in rows]
 
     def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
         """Replace vectors (active: searchable; superseded: archived) and record progress, atomically."""
         with self._tx():
-            for fid, vector in vectors:
-                blob = vector_blob(vector)
-                self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fid))
-                self.conn.execute(
-                    "UPDATE facts SET archived_embedding = ? WHERE id = ? AND archived_embedding IS NOT NULL",
-                    (blob, fid),
-                )
-                self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fid,))
+            self._write_vectors(vectors)
             if vectors:
                 set_meta(self.conn, "reembed_after_id", str(max(fid for fid, _ in vectors)))
 
@@ -451,15 +445,16 @@ class Store(Facts, Search, Buffer, People):
 
     def stats(self, scope: str | None = None) -> dict[str, Any]:
         where, params = ("WHERE scope = ?", (scope,)) if scope else ("", ())
-        by_status = dict(
-            self.conn.execute(
-                f"SELECT status, count(*) FROM facts {where} GROUP BY status", params
-            ).fetchall()
+        by_status = {
+            r["status"]: r["count"]
+            for r in select(
+                self.conn, f"SELECT status, count(*) AS count FROM facts {where} GROUP BY status", params
+            )
+        }
+        people = scalar(
+            self.conn, f"SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts {where})", params
         )
-        people = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts {where})", params
-        ).fetchone()[0]
-        scopes = self.conn.execute("SELECT count(DISTINCT scope) FROM facts").fetchone()[0]
+        scopes = scalar(self.conn, "SELECT count(DISTINCT scope) FROM facts")
         return {
             "facts": {s.value: by_status.get(s.value, 0) for s in FactStatus},
             "people": people,
