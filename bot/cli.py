@@ -24,7 +24,7 @@ from bot.llm.gemini import GeminiClient
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
 from bot.memory.portable import fact_record, read_sources
-from bot.memory.ports import ModelError
+from bot.memory.ports import ModelError, Storage
 from bot.memory.recall import Audience, Participant
 from bot.memory.text import clean, worth_reading
 from bot.storage import Store
@@ -548,7 +548,7 @@ async def _not_yet_known(
 
     "Already held" includes facts superseded since, so running a file again never revives old statements.
     """
-    opted_out = await service.store.call(Store.opted_out)
+    opted_out = await service.store.call(Storage.opted_out)
     texts: dict[tuple[str, str], list[str]] = {}
     for _, fact in lines:
         texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
@@ -556,7 +556,7 @@ async def _not_yet_known(
     for owner, owned in texts.items():
         if owner not in opted_out:
             known[owner] = set(
-                await service.store.call(Store.facts_by_text, *owner, owned, all_statuses=True)
+                await service.store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
             )
     fresh: list[NewFact] = []
     for number, fact in lines:
@@ -622,7 +622,7 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 async def _recall_one(
     service: Any, scope: str, users: list[str], query: str, vector: list[float] | None = None
 ) -> dict[str, Any]:
-    names = await service.store.call(Store.user_names, scope, users)
+    names = await service.store.call(Storage.user_names, scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
     result = await service.recall(
         scope, people, query, audience=Audience.operator(), count_retrievals=False, vector=vector

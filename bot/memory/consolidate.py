@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
-from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose
+from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
@@ -26,7 +26,6 @@ from bot.memory.prompts import (
     consolidation_prompt,
 )
 from bot.memory.text import clean, content_words, fold, worth_reading
-from bot.storage import AsyncStore, Store
 
 log = logging.getLogger(__name__)
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -79,7 +78,7 @@ class PersonLocks:
 class Consolidator:
     def __init__(
         self,
-        store: AsyncStore,
+        store: StorageWorker,
         llm: JsonModel,
         embedder: Embedder,
         *,
@@ -115,7 +114,7 @@ class Consolidator:
         refreshed: list[tuple[int, list[float]]] = []
         if facts:
             # One embedding request per flush: the new facts, plus merged facts awaiting their own vector.
-            stale = await self.store.call(Store.stale_facts, self.refresh_per_flush)
+            stale = await self.store.call(Storage.stale_facts, self.refresh_per_flush)
             vectors = await self.embedder.embed(
                 [f.text for f in facts] + [text for _, text in stale], "document"
             )
@@ -128,7 +127,7 @@ class Consolidator:
             if pending:
                 operations += await self._decide(pending)
             return await self.store.call(
-                Store.apply_flush,
+                Storage.apply_flush,
                 operations,
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
@@ -182,7 +181,7 @@ class Consolidator:
             key = (fact.scope, fact.user_id)
             if key not in exact:
                 texts = [f.text for f in facts if (f.scope, f.user_id) == key]
-                exact[key] = await self.store.call(Store.facts_by_text, fact.scope, fact.user_id, texts)
+                exact[key] = await self.store.call(Storage.facts_by_text, fact.scope, fact.user_id, texts)
         for fact in facts:
             assert fact.embedding is not None
             same = exact[(fact.scope, fact.user_id)].get(fact.text.casefold())
@@ -190,7 +189,7 @@ class Consolidator:
                 operations.append(Operation(Decision.DUPLICATE, fact, same.id, reason="same text"))
                 continue
             candidates = await self.store.call(
-                Store.knn,
+                Storage.knn,
                 fact.scope,
                 fact.user_id,
                 fact.embedding,
