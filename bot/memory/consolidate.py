@@ -14,7 +14,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
@@ -128,7 +128,7 @@ class Consolidator:
                 operations += await self._decide(pending)
             return await self.store.call(
                 Storage.apply_flush,
-                operations,
+                [resolved(op) for op in operations],
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
                 read_texts=read_texts,
@@ -302,6 +302,23 @@ class Consolidator:
                 )
             return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
         return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)
+
+
+def resolved(op: Operation) -> Operation:
+    """The operation as storage applies it, with nothing left for storage to decide.
+
+    A decision on a known fact that names none adds the new fact; a MERGE without merged text keeps
+    the new fact beside the old one. A decision on a known fact adds the new fact instead (its
+    `fallback`) if that fact is no longer the person's active fact when the plan is written (forgotten
+    while the model thought): nothing is left to weigh it against, and it must not be lost.
+    """
+    if op.decision.has_target and op.target_id is None:
+        return replace(op, decision=Decision.ADD)
+    if op.decision is Decision.MERGE and not op.merged_text:
+        return replace(op, decision=Decision.KEEP, target_id=None)
+    if op.decision.has_target:
+        return replace(op, fallback=Decision.ADD)
+    return op
 
 
 # Words that can turn a fact around ("not", "no longer", "used to", "moved", "quit", "now"): a new

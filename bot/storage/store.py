@@ -43,7 +43,7 @@ from bot.storage.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pend
 from bot.storage.connection import DatabaseError, connect
 from bot.storage.facts import Facts
 from bot.storage.people import People, upsert_user
-from bot.storage.rows import scalar, select, select_one
+from bot.storage.rows import Owner, scalar, select, select_one
 from bot.storage.schema import check_embedding, read_meta, set_meta
 from bot.storage.search import Search
 
@@ -270,15 +270,25 @@ class Store(Facts, Search, Buffer, People):
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
-        """Apply a flush's decisions, their events and the removal of its buffered messages in ONE transaction.
+        """Apply a flush's plan, its events and the removal of its buffered messages in ONE transaction.
 
-        An operation whose target is not an active fact of the same person (forgotten meanwhile, or an id
-        the model made up) is applied as ADD. Facts of people who opted out, and facts whose every source
-        message left the buffer while the flush ran, are dropped. A message edited while the flush ran
-        (its text differs from `read_texts`) stays buffered with its new text, and facts drawn from it are
-        dropped: they were read from words that are no longer there. `refreshed` carries
-        fresh vectors for facts listed by `stale_facts()`.
+        The plan is decided: consolidation (bot/memory/consolidate.py, `resolved`) settled every
+        operation, down to what it becomes if its target is gone. An incomplete operation (a MERGE
+        without its text, a decision on a known fact that names none, a fact to store without its
+        vector) raises ValueError before anything is written.
+
+        What only the write can see is checked here, each with one outcome:
+        - a fact of a person who opted out, drawn from a message edited while the flush ran (its text
+          differs from `read_texts`), or whose every source message left the buffer meanwhile, is
+          skipped; an edited message stays buffered with its new text, and a fact keeps no trace of a
+          source deleted meanwhile;
+        - a target that is no longer the person's active fact (forgotten meanwhile) gets the
+          operation's `fallback`; an operation without one is skipped;
+        - a DUPLICATE of a fact merged meanwhile (by this very plan) confirms the fact holding its words.
+        `refreshed` carries fresh vectors for facts listed by `stale_facts()`.
         """
+        if faults := [fault for planned in operations if (fault := _incomplete(planned)) is not None]:
+            raise ValueError(f"cannot apply the flush's plan: {'; '.join(faults)}")
         now = iso(utcnow())
         applied: list[AppliedChange] = []
         with self._tx():
@@ -290,120 +300,87 @@ class Store(Facts, Search, Buffer, People):
             edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
             for (scope, user_id), name in (user_names or {}).items():
                 upsert_user(self.conn, scope, user_id, name)
-            for op in operations:
-                fact = op.fact
-                if (fact.scope, fact.user_id) in opted_out:
+            for planned in operations:
+                op = _admitted(planned, opted_out, withdrawn, edited)
+                if op is None:
                     continue
-                if withdrawn and fact.source_message_ids and set(fact.source_message_ids) <= withdrawn:
-                    continue
-                if edited & set(fact.source_message_ids):
-                    continue
-                if withdrawn & set(fact.source_message_ids):  # keep no trace of a message deleted meanwhile
-                    fact = replace(
-                        fact, source_message_ids=[m for m in fact.source_message_ids if m not in withdrawn]
-                    )
-                decision = op.decision
-                target_id = op.target_id
-                if decision is Decision.DUPLICATE and target_id is not None:
-                    # Another decision of this flush may have merged the target already: repeat its successor.
-                    merged = self._merged_into(target_id)
-                    target_id = merged[-1] if merged else target_id
-                    op = replace(op, target_id=target_id)
-                target = self._active_owner(target_id) if target_id is not None else None
-                if decision in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE) and (
-                    target is None or (target.scope, target.user_id) != (fact.scope, fact.user_id)
-                ):
-                    decision = Decision.ADD
-                if decision is Decision.MERGE and not op.merged_text:
-                    decision = Decision.KEEP
-                fact_id: int | None
-                if decision in (Decision.ADD, Decision.KEEP):
-                    assert fact.embedding is not None
-                    fact_id = self._insert_fact(fact, fact.text, fact.embedding, now)
-                    self._event(
-                        fact_id,
-                        fact.scope,
-                        fact.user_id,
-                        "added",
-                        {"text": fact.text, "decision": decision.value, "reason": op.reason},
-                        actor,
-                    )
-                    applied.append(AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id))
-                elif decision is Decision.DUPLICATE:
-                    assert op.target_id is not None
-                    fact_id = op.target_id
-                    self._add_sources(fact_id, fact, confirms=True)
-                    self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, fact_id))
-                    self._event(
-                        fact_id,
-                        fact.scope,
-                        fact.user_id,
-                        "duplicate",
-                        {"text": fact.text, "reason": op.reason},
-                        actor,
-                    )
-                    applied.append(
-                        AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id, fact_id)
-                    )
+                if not op.decision.has_target:
+                    applied.append(self._add(op, op.decision, now, actor))
+                elif (found := self._target(op)) is None:  # gone meanwhile: the plan's fallback, or skipped
+                    if op.fallback is not None:
+                        applied.append(self._add(op, op.fallback, now, actor))
+                elif op.decision is Decision.DUPLICATE:
+                    applied.append(self._confirm(op, found[0], now, actor))
                 else:
-                    assert op.target_id is not None and target is not None
-                    assert fact.embedding is not None
-                    text, vector = fact.text, fact.embedding
-                    if decision is Decision.MERGE:
-                        assert op.merged_text is not None
-                        text = op.merged_text
-                        # The merged text holds both facts' words: sensitive if either was.
-                        fact = replace(fact, sensitive=fact.sensitive or target.sensitive)
-                    fact_id = self._insert_fact(fact, text, vector, now)
-                    if decision is Decision.MERGE:
-                        self._inherit_sources(fact_id, op.target_id)
-                        # Searchable at once with the new fact's vector; the merged text's own vector
-                        # rides along with the next flush's embedding request (see refresh below).
-                        self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
-                    status = FactStatus.MERGED if decision is Decision.MERGE else FactStatus.INVALIDATED
-                    self._supersede(op.target_id, fact_id, status, now)
-                    self._event(
-                        fact_id,
-                        fact.scope,
-                        fact.user_id,
-                        "added",
-                        {
-                            "text": text,
-                            "decision": decision.value,
-                            "replaces": op.target_id,
-                            "reason": op.reason,
-                        },
-                        actor,
-                    )
-                    self._event(
-                        op.target_id,
-                        fact.scope,
-                        fact.user_id,
-                        status.value,
-                        {"text": target.text, "superseded_by": fact_id, "reason": op.reason},
-                        actor,
-                    )
-                    applied.append(
-                        AppliedChange(
-                            decision, fact.scope, fact.user_id, fact.user_name, fact_id, op.target_id
-                        )
-                    )
+                    applied.append(self._replace(op, *found, now, actor))
             for mid in consumed_message_ids:
                 if mid not in edited:
                     self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
         return applied
 
+    def _target(self, op: Operation) -> tuple[int, Owner] | None:
+        """The id and owner of the active fact an operation acts on; None when it is not the person's now."""
+        target_id = op.target_id
+        if target_id is None:
+            return None
+        if op.decision is Decision.DUPLICATE:
+            # Another operation of this plan may have merged the target already: repeat its successor.
+            target_id = [target_id, *self._merged_into(target_id)][-1]
+        owner = self._active_owner(target_id)
+        if owner is None or (owner.scope, owner.user_id) != (op.fact.scope, op.fact.user_id):
+            return None
+        return target_id, owner
+
+    def _add(self, op: Operation, decision: Decision, now: str, actor: str) -> AppliedChange:
+        """ADD or KEEP: the new fact is stored beside what is known."""
+        fact = op.fact
+        fact_id = self._insert_fact(fact, fact.text, fact.embedding or (), now)
+        detail = {"text": fact.text, "decision": decision.value, "reason": op.reason}
+        self._event(fact_id, fact.scope, fact.user_id, "added", detail, actor)
+        return AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id)
+
+    def _confirm(self, op: Operation, target_id: int, now: str, actor: str) -> AppliedChange:
+        """DUPLICATE: the known fact gains the new fact's messages as sources that repeat it."""
+        fact = op.fact
+        self._add_sources(target_id, fact, confirms=True)
+        self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, target_id))
+        detail = {"text": fact.text, "reason": op.reason}
+        self._event(target_id, fact.scope, fact.user_id, "duplicate", detail, actor)
+        return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, target_id, target_id)
+
+    def _replace(self, op: Operation, target_id: int, target: Owner, now: str, actor: str) -> AppliedChange:
+        """MERGE or INVALIDATE: a new fact supersedes the known one, which keeps its row as history."""
+        fact = op.fact
+        merge = op.decision is Decision.MERGE
+        text = op.merged_text if merge and op.merged_text else fact.text
+        if merge:  # the merged text holds both facts' words: sensitive if either was
+            fact = replace(fact, sensitive=fact.sensitive or target.sensitive)
+        fact_id = self._insert_fact(fact, text, fact.embedding or (), now)
+        if merge:
+            self._inherit_sources(fact_id, target_id)
+            # Searchable at once with the new fact's vector; the merged text's own vector rides along
+            # with the next flush's embedding request (`refreshed`).
+            self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
+        status = FactStatus.MERGED if merge else FactStatus.INVALIDATED
+        self._supersede(target_id, fact_id, status, now)
+        added = {"text": text, "decision": op.decision.value, "replaces": target_id, "reason": op.reason}
+        self._event(fact_id, fact.scope, fact.user_id, "added", added, actor)
+        replaced = {"text": target.text, "superseded_by": fact_id, "reason": op.reason}
+        self._event(target_id, fact.scope, fact.user_id, status.value, replaced, actor)
+        return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, fact_id, target_id)
+
     # ---- import and re-embedding ---------------------------------------------------------------------------
 
     def add_facts(self, facts: Sequence[NewFact], *, actor: str = "import") -> list[int]:
         """Store facts as they are (no consolidation), each with its embedding, in one transaction."""
+        if missing := [f.text for f in facts if f.embedding is None]:
+            raise ValueError(f"facts to store need their embedding: {missing[:3]!r}")
         now = iso(utcnow())
         ids: list[int] = []
         with self._tx():
             for fact in facts:
-                assert fact.embedding is not None
                 upsert_user(self.conn, fact.scope, fact.user_id, fact.user_name)
-                fid = self._insert_fact(fact, fact.text, fact.embedding, now)
+                fid = self._insert_fact(fact, fact.text, fact.embedding or (), now)
                 self._event(
                     fid, fact.scope, fact.user_id, "added", {"text": fact.text, "decision": "IMPORT"}, actor
                 )
@@ -461,3 +438,33 @@ class Store(Facts, Search, Buffer, People):
             "scopes": scopes,
             "pending_messages": self.count_pending(scope),
         }
+
+
+def _incomplete(op: Operation) -> str | None:
+    """What a planned operation lacks to be applied as it stands, if anything."""
+    if op.decision.has_target and op.target_id is None:
+        return f"a {op.decision} names no fact"
+    if op.decision is Decision.MERGE and not op.merged_text:
+        return f"a MERGE into fact {op.target_id} has no merged text"
+    if op.fallback is not None and op.fallback not in (Decision.ADD, Decision.KEEP):
+        return f"a fallback must store the new fact (ADD or KEEP), not {op.fallback}"
+    stores_fact = op.decision is not Decision.DUPLICATE or op.fallback is not None
+    if stores_fact and op.fact.embedding is None:
+        return f"{op.fact.text!r} has no embedding"
+    return None
+
+
+def _admitted(
+    op: Operation, opted_out: set[tuple[str, str]], withdrawn: set[str], edited: set[str]
+) -> Operation | None:
+    """The operation as its sources stand at the write; None when it must teach nothing (see apply_flush)."""
+    fact = op.fact
+    sources = set(fact.source_message_ids)
+    if (fact.scope, fact.user_id) in opted_out or sources & edited:
+        return None
+    if withdrawn and sources and sources <= withdrawn:
+        return None
+    if withdrawn & sources:  # keep no trace of a message deleted meanwhile
+        kept = [m for m in fact.source_message_ids if m not in withdrawn]
+        return replace(op, fact=replace(fact, source_message_ids=kept))
+    return op
