@@ -28,8 +28,8 @@ from bot.app import open_memory
 from bot.config import Settings
 from bot.memory.models import BufferedMessage, iso, utcnow
 from bot.memory.service import MemoryService
-from bot.memory.store import Store
 from bot.memory.text import worth_reading
+from bot.storage import Store
 
 GUILD = "424242"
 LAG_INTERVAL = 0.005

@@ -32,12 +32,13 @@ from bench.script import CHANNELS, SCOPE, conversation, messages
 from bot.app import open_memory
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
+from bot.memory.consolidate import resolved
 from bot.memory.extract import extract_facts
 from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
 from bot.memory.ports import Purpose
 from bot.memory.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
 from bot.memory.service import MemoryService
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.gemini import GeminiStandIn
 
 DIMENSIONS = 768
@@ -229,7 +230,9 @@ async def run_seed(standin: GeminiStandIn, script: list[BufferedMessage], path: 
                 decision = result.decisions[0] if result.decisions else None
                 if chosen is None and decision is not None and decision.decision != "KEEP":
                     chosen = decision
-            store.apply_flush([await _seed_operation(client, fact, chosen)], consumed_message_ids=[])
+            store.apply_flush(
+                [resolved(await _seed_operation(client, fact, chosen))], consumed_message_ids=[]
+            )
             decisions[chosen.decision if chosen else "ADD" if not candidates else "KEEP"] += 1
     usage = _usage(client, standin)
     stats = store.stats()

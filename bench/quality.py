@@ -68,7 +68,7 @@ from bot.llm.gemini import GeminiClient
 from bot.memory.consolidate import Consolidator, cosine_distance
 from bot.memory.models import AppliedChange, Fact, NewFact
 from bot.memory.ports import Purpose
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
 
 DECIDE_GROUP = 5
 FIRST_PERSON = re.compile(r"(?:^|\s)(?:i|i'm|i've|my|me)\b")

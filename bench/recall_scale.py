@@ -33,10 +33,10 @@ import numpy as np
 
 from bench.common import CACHE, DOCS, machine, percentiles_ms, ratio, table, write_json
 from bot.config import Settings
-from bot.memory.db import connect
 from bot.memory.models import Fact, NewFact
 from bot.memory.recall import fuse, search_people
-from bot.memory.store import Store
+from bot.storage import Store
+from bot.storage.connection import connect
 
 GENERATOR_VERSION = 1
 SEED = 20_260_301

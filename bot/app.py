@@ -14,7 +14,7 @@ from bot.llm.gemini import GeminiClient
 from bot.memory.capture import FlushPolicy
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.service import MemoryService
-from bot.memory.store import AsyncStore
+from bot.storage import AsyncStore
 
 P = TypeVar("P")
 

@@ -21,14 +21,14 @@ from typing import Any
 
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.db import DatabaseError, describe_error, sqlite_errors
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
 from bot.memory.portable import fact_record, read_sources
-from bot.memory.ports import ModelError
+from bot.memory.ports import ModelError, Storage
 from bot.memory.recall import Audience, Participant
-from bot.memory.store import Store
 from bot.memory.text import clean, worth_reading
+from bot.storage import Store
+from bot.storage.connection import DatabaseError, describe_error, sqlite_errors
 
 EXIT_PROBLEM = 1
 DATABASE_ERRORS: tuple[type[Exception], ...] = (DatabaseError, *sqlite_errors())
@@ -555,7 +555,7 @@ async def _not_yet_known(
 
     "Already held" includes facts superseded since, so running a file again never revives old statements.
     """
-    opted_out = await service.store.call(Store.opted_out)
+    opted_out = await service.store.call(Storage.opted_out)
     texts: dict[tuple[str, str], list[str]] = {}
     for _, fact in lines:
         texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
@@ -563,7 +563,7 @@ async def _not_yet_known(
     for owner, owned in texts.items():
         if owner not in opted_out:
             known[owner] = set(
-                await service.store.call(Store.facts_by_text, *owner, owned, all_statuses=True)
+                await service.store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
             )
     fresh: list[NewFact] = []
     for number, fact in lines:
@@ -629,7 +629,7 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 async def _recall_one(
     service: Any, scope: str, users: list[str], query: str, vector: list[float] | None = None
 ) -> dict[str, Any]:
-    names = await service.store.call(Store.user_names, scope, users)
+    names = await service.store.call(Storage.user_names, scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
     result = await service.recall(
         scope, people, query, audience=Audience.operator(), count_retrievals=False, vector=vector

@@ -14,7 +14,7 @@ import discord
 
 from bot.client import MemoryBot, point_discord_at
 from bot.config import Settings
-from bot.memory.db import DatabaseError
+from bot.storage.connection import DatabaseError
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import pytest
 from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.service import MemoryService
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 
 

@@ -22,14 +22,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.memory.db import row_errors
 from bot.memory.models import BufferedMessage
-from bot.memory.store import AsyncStore, Store
+from bot.memory.ports import Storage, StorageWorker
 
 log = logging.getLogger(__name__)
 
 MAX_RETRY_DELAY_SECONDS = 600.0
-ROW_ERRORS = row_errors()  # what a value SQLite cannot take raises, unlike a locked or full database
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class CaptureBuffer:
 
     def __init__(
         self,
-        store: AsyncStore,
+        store: StorageWorker,
         policy: FlushPolicy,
         flush_fn: FlushFn,
         *,
@@ -118,7 +116,7 @@ class CaptureBuffer:
 
     async def start(self) -> None:
         """Load what a previous run left in the buffer, then start writing and scheduling."""
-        for pending in await self.store.call(Store.pending_channels):
+        for pending in await self.store.call(Storage.pending_channels):
             self._channels[pending.channel_id] = _ChannelState(
                 pending.scope, pending.count, pending.first_captured_at, pending.last_captured_at
             )
@@ -196,7 +194,7 @@ class CaptureBuffer:
                     end += 1
             try:
                 await self._apply(ops[done:end])
-            except ROW_ERRORS as exc:
+            except self.store.row_errors as exc:  # a value the database cannot take, not a locked or full one
                 if end - done > 1:
                     alone_until = end
                     continue
@@ -219,15 +217,15 @@ class CaptureBuffer:
         if ops[0].kind == "add":
             await self._write_adds(ops)
         elif ops[0].kind == "edit":
-            await self.store.call(Store.update_pending_message, ops[0].message_id, ops[0].content)
+            await self.store.call(Storage.update_pending_message, ops[0].message_id, ops[0].content)
         else:
-            await self.store.call(Store.delete_pending_messages, [ops[0].message_id])
+            await self.store.call(Storage.delete_pending_messages, [ops[0].message_id])
 
     async def _write_adds(self, ops: list[_Op]) -> None:
         adds = [(op.message, op.at) for op in ops if op.message is not None and self.accept(op.message)]
         if not adds:
             return
-        await self.store.call(Store.buffer_messages, adds)
+        await self.store.call(Storage.buffer_messages, adds)
         for message, at in adds:
             if message.is_bot:
                 continue
@@ -328,7 +326,7 @@ class CaptureBuffer:
                 )
                 return
             # Messages captured while the flush ran stay counted for the next one.
-            remaining = {p.channel_id: p for p in await self.store.call(Store.pending_channels)}
+            remaining = {p.channel_id: p for p in await self.store.call(Storage.pending_channels)}
             for cid, state in states.items():
                 state.failures = 0
                 state.retry_at = 0.0
@@ -364,7 +362,7 @@ class CaptureBuffer:
     async def _flush_until_empty(self, channel_id: str) -> None:
         before = None
         while True:
-            remaining = {p.channel_id: p for p in await self.store.call(Store.pending_channels)}
+            remaining = {p.channel_id: p for p in await self.store.call(Storage.pending_channels)}
             left = remaining.get(channel_id)
             if left is None:
                 self._channels.pop(channel_id, None)

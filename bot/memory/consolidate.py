@@ -14,18 +14,17 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
-from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose
+from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
     ConsolidationResult,
     consolidation_prompt,
 )
-from bot.memory.store import AsyncStore, Store
 from bot.memory.text import clean, content_words, fold, worth_reading
 
 log = logging.getLogger(__name__)
@@ -79,7 +78,7 @@ class PersonLocks:
 class Consolidator:
     def __init__(
         self,
-        store: AsyncStore,
+        store: StorageWorker,
         llm: JsonModel,
         embedder: Embedder,
         *,
@@ -115,7 +114,7 @@ class Consolidator:
         refreshed: list[tuple[int, list[float]]] = []
         if facts:
             # One embedding request per flush: the new facts, plus merged facts awaiting their own vector.
-            stale = await self.store.call(Store.stale_facts, self.refresh_per_flush)
+            stale = await self.store.call(Storage.stale_facts, self.refresh_per_flush)
             vectors = await self.embedder.embed(
                 [f.text for f in facts] + [text for _, text in stale], "document"
             )
@@ -128,8 +127,8 @@ class Consolidator:
             if pending:
                 operations += await self._decide(pending)
             return await self.store.call(
-                Store.apply_flush,
-                operations,
+                Storage.apply_flush,
+                [resolved(op) for op in operations],
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
                 read_texts=read_texts,
@@ -182,7 +181,7 @@ class Consolidator:
             key = (fact.scope, fact.user_id)
             if key not in exact:
                 texts = [f.text for f in facts if (f.scope, f.user_id) == key]
-                exact[key] = await self.store.call(Store.facts_by_text, fact.scope, fact.user_id, texts)
+                exact[key] = await self.store.call(Storage.facts_by_text, fact.scope, fact.user_id, texts)
         for fact in facts:
             assert fact.embedding is not None
             same = exact[(fact.scope, fact.user_id)].get(fact.text.casefold())
@@ -190,7 +189,7 @@ class Consolidator:
                 operations.append(Operation(Decision.DUPLICATE, fact, same.id, reason="same text"))
                 continue
             candidates = await self.store.call(
-                Store.knn,
+                Storage.knn,
                 fact.scope,
                 fact.user_id,
                 fact.embedding,
@@ -303,6 +302,23 @@ class Consolidator:
                 )
             return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
         return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)
+
+
+def resolved(op: Operation) -> Operation:
+    """The operation as storage applies it, with nothing left for storage to decide.
+
+    A decision on a known fact that names none adds the new fact; a MERGE without merged text keeps
+    the new fact beside the old one. A decision on a known fact adds the new fact instead (its
+    `fallback`) if that fact is no longer the person's active fact when the plan is written (forgotten
+    while the model thought): nothing is left to weigh it against, and it must not be lost.
+    """
+    if op.decision.has_target and op.target_id is None:
+        return replace(op, decision=Decision.ADD)
+    if op.decision is Decision.MERGE and not op.merged_text:
+        return replace(op, decision=Decision.KEEP, target_id=None)
+    if op.decision.has_target:
+        return replace(op, fallback=Decision.ADD)
+    return op
 
 
 # Words that can turn a fact around ("not", "no longer", "used to", "moved", "quit", "now"): a new

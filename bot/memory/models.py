@@ -52,6 +52,11 @@ class Decision(StrEnum):
     INVALIDATE = "INVALIDATE"
     DUPLICATE = "DUPLICATE"
 
+    @property
+    def has_target(self) -> bool:
+        """Whether the decision acts on a known fact (`Operation.target_id`): MERGE, INVALIDATE, DUPLICATE."""
+        return self in (Decision.MERGE, Decision.INVALIDATE, Decision.DUPLICATE)
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -173,13 +178,18 @@ class NewFact:
 
 @dataclass
 class Operation:
-    """One consolidation outcome to apply. `target_id` is the old fact for MERGE/INVALIDATE/DUPLICATE."""
+    """One consolidation outcome to apply. `target_id` is the old fact for MERGE/INVALIDATE/DUPLICATE.
+
+    `fallback`: what to apply instead (ADD or KEEP) when, at the write, the target is no longer the
+    person's active fact (forgotten while the model thought); None: the operation is then skipped.
+    """
 
     decision: Decision
     fact: NewFact
     target_id: int | None = None
     merged_text: str | None = None
     reason: str = ""
+    fallback: Decision | None = None
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,39 @@
 """What the memory engine needs from the world, defined where the engine is.
 
 The model side: structured JSON answers, embeddings and a streamed chat, the purposes their usage is
-counted under, and the errors they raise. `bot/llm/gemini.py` implements them with google-genai; tests
-implement them with fakes. The engine imports no model client, so another provider is a new module
-beside gemini.py, not a change here.
+counted under, and the errors they raise. `bot/llm/gemini.py` implements them with Google's client
+library; tests implement them with fakes. The engine imports no model client, so another provider is
+a new module beside gemini.py, not a change here.
+
+The storage side: `Storage`, the queries and writes the engine makes (each one atomic), and
+`StorageWorker`, which runs them off the event loop. The `storage` package beside `memory` implements
+them on SQLite; another backend is a sibling package implementing the same two protocols.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
 import pydantic
 
+from bot.memory.models import (
+    AppliedChange,
+    BufferedMessage,
+    Fact,
+    GuildSettings,
+    NewFact,
+    Operation,
+    PendingChannel,
+)
+
 T = TypeVar("T", bound=pydantic.BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Purpose(StrEnum):
@@ -125,3 +141,163 @@ class ChatModel(Protocol):
     def chat_stream(
         self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
     ) -> AsyncGenerator[str | ToolCall, None]: ...
+
+
+class Storage(Protocol):
+    """The storage the engine (and the bot and CLI, through the engine's worker) reads and writes.
+
+    Every method is one atomic unit of work. Scopes are "dm" or "guild:<id>"; a person is (scope, user_id).
+    """
+
+    # ---- the message buffer ----------------------------------------------------------------------------
+
+    def buffer_messages(self, messages: Sequence[tuple[BufferedMessage, float]]) -> int:
+        """Append (message, captured_at) pairs in order; a message id seen before is ignored."""
+        ...
+
+    def update_pending_message(self, message_id: str, content: str) -> bool: ...
+
+    def delete_pending_messages(self, message_ids: Sequence[str]) -> int: ...
+
+    def drop_lone_bot_turns(self) -> int:
+        """Drop the bot's buffered turns in channels with no person's message left to give them context."""
+        ...
+
+    def pending_channels(self) -> list[PendingChannel]: ...
+
+    def pending_messages(self, channel_id: str, limit: int) -> list[BufferedMessage]:
+        """The oldest `limit` buffered messages of a channel, in arrival order."""
+        ...
+
+    def mark_attempt(self, message_ids: Sequence[str]) -> None: ...
+
+    # ---- searching -------------------------------------------------------------------------------------
+
+    def knn(
+        self, scope: str, user_id: str, vector: Sequence[float], k: int, max_distance: float | None = None
+    ) -> list[tuple[Fact, float]]:
+        """Exact cosine KNN over one person's active facts, nearest first, with their distances."""
+        ...
+
+    def keyword_search(
+        self, scope: str, user_id: str, text: str, k: int, *, ignore: Iterable[str] = ()
+    ) -> list[Fact]:
+        """Active facts of one person matching informative words of `text` (not those in `ignore`), best first."""
+        ...
+
+    def facts_by_text(
+        self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
+    ) -> dict[str, Fact]:
+        """Facts of one person whose text equals one of `texts` (case-folded), by folded text."""
+        ...
+
+    def search_own_facts(self, scope: str, user_id: str, prefix: str, limit: int = 25) -> list[Fact]:
+        """Active facts whose text or id contains `prefix` (autocomplete)."""
+        ...
+
+    def record_retrievals(self, fact_ids: Sequence[int]) -> None: ...
+
+    # ---- facts -----------------------------------------------------------------------------------------
+
+    def list_facts(
+        self,
+        scope: str,
+        user_id: str,
+        *,
+        all_statuses: bool = False,
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """A person's facts in one scope, newest first, with their sources."""
+        ...
+
+    def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int: ...
+
+    def get_fact(self, fact_id: int) -> Fact | None: ...
+
+    def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:
+        """Every fact in a scope (of one person, or everyone's), all statuses, oldest first, with sources."""
+        ...
+
+    def correct_fact(
+        self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
+    ) -> Fact | None:
+        """Replace an active fact's text in place, leaving no trace of the old one; None when it is not
+        this person's active fact."""
+        ...
+
+    def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
+        """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
+        ...
+
+    def apply_flush(
+        self,
+        operations: Sequence[Operation],
+        *,
+        consumed_message_ids: Sequence[str] = (),
+        user_names: dict[tuple[str, str], str] | None = None,
+        refreshed: Sequence[tuple[int, Sequence[float]]] = (),
+        actor: str = "system",
+        read_texts: dict[str, str] | None = None,
+    ) -> list[AppliedChange]:
+        """Apply consolidation's plan, with the removal of the messages it consumed, in one transaction."""
+        ...
+
+    def add_facts(self, facts: Sequence[NewFact], *, actor: str = "import") -> list[int]:
+        """Store facts as they are (no consolidation), each with its embedding."""
+        ...
+
+    def forget(
+        self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
+    ) -> int:
+        """Hard-delete facts (None: all of this person's in this scope) with their history; how many went."""
+        ...
+
+    def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
+        """A source message was deleted: forget what holds its words; (scope, user_id, fact_id) of each."""
+        ...
+
+    # ---- people, servers, state ------------------------------------------------------------------------
+
+    def opted_out(self) -> set[tuple[str, str]]: ...
+
+    def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> int:
+        """Record the choice; opting out drops the person's buffered messages (returns how many)."""
+        ...
+
+    def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def guild_settings(self) -> dict[str, GuildSettings]: ...
+
+    def update_guild_settings(self, guild_id: str, /, **changes: Any) -> GuildSettings:
+        """Set memory_enabled, log_channel_id or members_see_others; switching memory off drops the
+        server's buffered messages."""
+        ...
+
+    def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None: ...
+
+    def get_state(self, key: str) -> str | None: ...
+
+    def set_state(self, key: str, value: str) -> None: ...
+
+    def stats(self, scope: str | None = None) -> dict[str, Any]: ...
+
+
+class StorageWorker(Protocol):
+    """Runs `Storage` calls off the event loop, one at a time, so each call is atomic."""
+
+    async def call(self, fn: Callable[Concatenate[Storage, P], R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """`fn(storage, *args, **kwargs)` on the storage's own thread, its result awaited.
+
+        `fn` is a `Storage` method (`await worker.call(Storage.knn, scope, ...)`) or a function taking
+        the storage first that makes several calls in one hop (recall's `gather_hits`).
+        """
+        ...
+
+    @property
+    def row_errors(self) -> tuple[type[Exception], ...]:
+        """Errors a call raises because of the values it was given (text the database cannot store),
+        not because of the database: writing the same values again fails the same way."""
+        ...
+
+    async def close(self) -> None: ...

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
 from bot.memory.models import Fact, ScoredFact
-from bot.memory.ports import Embedder
-from bot.memory.store import AsyncStore, Store
+from bot.memory.ports import Embedder, Storage, StorageWorker
 from bot.memory.text import xml_safe
 
 log = logging.getLogger(__name__)
@@ -180,7 +179,7 @@ Hits = tuple[list[tuple[Fact, float]], list[Fact]]
 
 
 def gather_hits(
-    store: Store,
+    store: Storage,
     scope: str,
     user_ids: list[str],
     vector: list[float] | None,
@@ -217,7 +216,7 @@ def fuse_allowed(
 
 
 def search_people(
-    store: Store,
+    store: Storage,
     scope: str,
     user_ids: list[str],
     vector: list[float] | None,
@@ -239,7 +238,7 @@ def search_people(
 class Recaller:
     def __init__(
         self,
-        store: AsyncStore,
+        store: StorageWorker,
         embedder: Embedder,
         *,
         facts_per_person: int,

@@ -39,10 +39,11 @@ from bot.memory.ports import (
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
+    Storage,
+    StorageWorker,
     usage_scope,
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
-from bot.memory.store import AsyncStore, Store
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ Listener = Callable[[MemoryEvent], None]
 class MemoryService:
     def __init__(
         self,
-        store: AsyncStore,
+        store: StorageWorker,
         llm: JsonModel,
         embedder: Embedder,
         policy: MemoryPolicy,
@@ -97,12 +98,12 @@ class MemoryService:
     async def start(self) -> None:
         """Load caches and start capturing; overdue buffers from a previous run flush first."""
         await self.reload_caches()
-        await self.store.call(Store.drop_lone_bot_turns)
+        await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start()
 
     async def reload_caches(self) -> None:
-        self._opted_out = await self.store.call(Store.opted_out)
-        self._guilds = await self.store.call(Store.guild_settings)
+        self._opted_out = await self.store.call(Storage.opted_out)
+        self._guilds = await self.store.call(Storage.guild_settings)
 
     async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
         """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
@@ -113,7 +114,7 @@ class MemoryService:
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
-            await self.store.call(Store.set_state, "gemini_usage", json.dumps(self._usage(None)))
+            await self.store.call(Storage.set_state, "gemini_usage", json.dumps(self._usage(None)))
         await self.store.close()
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:
@@ -223,7 +224,7 @@ class MemoryService:
         self.capture_buffer.delete(str(message_id))
         for attempt in range(1, attempts + 1):
             try:
-                removed = await self.store.call(Store.forget_message, str(message_id))
+                removed = await self.store.call(Storage.forget_message, str(message_id))
                 break
             except Exception:
                 if attempt == attempts:
@@ -256,11 +257,11 @@ class MemoryService:
             room = self.policy.flush.max_messages - len(chunk)
             if room <= 0:
                 break
-            part = await self.store.call(Store.pending_messages, channel_id, room)
+            part = await self.store.call(Storage.pending_messages, channel_id, room)
             if part and chunk and part[0].scope != chunk[0].scope:
                 continue  # a caller's mistake; scopes never share a call
             if part and not self.still_captured(part[0]):  # switched off or ignored meanwhile
-                await self.store.call(Store.delete_pending_messages, [m.message_id for m in part])
+                await self.store.call(Storage.delete_pending_messages, [m.message_id for m in part])
                 continue
             chunk += part
         if not chunk:
@@ -281,10 +282,10 @@ class MemoryService:
             if isinstance(exc, ModelBadAnswer):  # counted apart from outages, which never cost messages
                 if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
                     # The same chunk keeps getting unusable answers: skip it rather than block the channel.
-                    await self.store.call(Store.delete_pending_messages, ids)
+                    await self.store.call(Storage.delete_pending_messages, ids)
                     self._emit(Skipped(scope, len(ids), refused=False, error=str(exc)))
                     return 0
-                await self.store.call(Store.mark_attempt, ids)
+                await self.store.call(Storage.mark_attempt, ids)
             self._emit(
                 ModelFailed(
                     scope,
@@ -348,7 +349,7 @@ class MemoryService:
             scope, present, query, audience=audience, context=context, vector=vector
         )
         if result.fact_ids and count_retrievals:
-            self._spawn(self.store.call(Store.record_retrievals, result.fact_ids))
+            self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))
         return result
 
     def recall_latency_ms(self) -> dict[str, float]:
@@ -378,7 +379,7 @@ class MemoryService:
             self._emit(Learned(scope, changes, 1))
         out: list[tuple[Decision, Fact]] = []
         for change in changes:
-            fact = await self.store.call(Store.get_fact, change.fact_id) if change.fact_id else None
+            fact = await self.store.call(Storage.get_fact, change.fact_id) if change.fact_id else None
             if fact is not None:
                 out.append((change.decision, fact))
         return out
@@ -409,7 +410,7 @@ class MemoryService:
         text = clean(text, MAX_FACT_CHARS)
         if not worth_reading(text):
             raise ValueError("the corrected fact is empty")
-        owned = await self.store.call(Store.get_fact, fact_id)
+        owned = await self.store.call(Storage.get_fact, fact_id)
         if (
             owned is None
             or (owned.scope, owned.user_id) != (scope, user_id)
@@ -421,24 +422,24 @@ class MemoryService:
         )
         sensitive = any(f.sensitive for f in classified) if classified else owned.sensitive
         [vector] = await self.embedder.embed([text], "document")
-        return await self.store.call(Store.correct_fact, scope, user_id, fact_id, text, vector, sensitive)
+        return await self.store.call(Storage.correct_fact, scope, user_id, fact_id, text, vector, sensitive)
 
     async def export_facts(self, scope: str, user_id: str | None) -> list[Fact]:
         """Every fact held about a person (None: everyone) in a scope, all statuses, oldest first."""
-        return await self.store.call(Store.export_facts, scope, user_id)
+        return await self.store.call(Storage.export_facts, scope, user_id)
 
     async def list_facts(
         self, scope: str, user_id: int | str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False
     ) -> list[Fact]:
         return await self.store.call(
-            Store.list_facts, scope, str(user_id), all_statuses=all_statuses, limit=limit, offset=offset
+            Storage.list_facts, scope, str(user_id), all_statuses=all_statuses, limit=limit, offset=offset
         )
 
     async def count_facts(self, scope: str, user_id: int | str) -> int:
-        return await self.store.call(Store.count_facts, scope, str(user_id))
+        return await self.store.call(Storage.count_facts, scope, str(user_id))
 
     async def search_own_facts(self, scope: str, user_id: int | str, text: str) -> list[Fact]:
-        return await self.store.call(Store.search_own_facts, scope, str(user_id), text)
+        return await self.store.call(Storage.search_own_facts, scope, str(user_id), text)
 
     async def forget(
         self, scope: str, user_id: int | str, fact_ids: list[int] | None = None, *, actor: str = ""
@@ -448,7 +449,7 @@ class MemoryService:
             self._forgotten_at[(scope, str(user_id))] = iso(utcnow())
             await self._settle_queue()
         count = await self.store.call(
-            Store.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
+            Storage.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
         )
         if count or fact_ids is None:
             self._emit(
@@ -466,7 +467,7 @@ class MemoryService:
             self._opted_out.add((scope, str(user_id)))
             await self._settle_queue()
         try:
-            await self.store.call(Store.set_opt_out, scope, str(user_id), opted_out)
+            await self.store.call(Storage.set_opt_out, scope, str(user_id), opted_out)
         except Exception:
             if opted_out:  # memory says what the database says
                 self._opted_out.discard((scope, str(user_id)))
@@ -484,7 +485,7 @@ class MemoryService:
             self._guilds[str(guild_id)] = replace(self.guild(guild_id), memory_enabled=False)
             await self._settle_queue()
         try:
-            settings = await self.store.call(Store.update_guild_settings, str(guild_id), **changes)
+            settings = await self.store.call(Storage.update_guild_settings, str(guild_id), **changes)
         except Exception:
             self._restore_guild(guild_id, before)
             raise
@@ -508,14 +509,14 @@ class MemoryService:
             )
             await self._settle_queue()
         try:
-            await self.store.call(Store.set_channel_ignored, str(guild_id), str(channel_id), ignored)
+            await self.store.call(Storage.set_channel_ignored, str(guild_id), str(channel_id), ignored)
         except Exception:
             self._restore_guild(guild_id, before)
             raise
-        self._guilds = await self.store.call(Store.guild_settings)
+        self._guilds = await self.store.call(Storage.guild_settings)
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
-        stats = await self.store.call(Store.stats, scope)
+        stats = await self.store.call(Storage.stats, scope)
         stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
         stats["gemini"] = self._usage(scope)
         stats["recall_latency_ms"] = self.recall_latency_ms()
@@ -534,4 +535,4 @@ class MemoryService:
         vectors = await self.embedder.embed([f.text for f in facts], "document")
         for fact, vector in zip(facts, vectors, strict=True):
             fact.embedding = vector
-        return len(await self.store.call(Store.add_facts, facts))
+        return len(await self.store.call(Storage.add_facts, facts))

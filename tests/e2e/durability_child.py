@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot.app import memory_policy
 from bot.memory.service import MemoryService
-from bot.memory.store import AsyncStore
+from bot.storage import AsyncStore
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 from tests.integration.test_pipeline import msg

@@ -15,7 +15,7 @@ from bot.llm.gemini import GeminiClient
 from bot.memory.capture import FlushPolicy
 from bot.memory.ports import ModelError, Purpose
 from bot.memory.service import MemoryService
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
 from standins.brain import FakeBrain
 from standins.gemini import GeminiStandIn
 from tests.conftest import make_settings

@@ -22,7 +22,7 @@ from bot.cogs.memory_commands import (
     REFUSE_OTHERS_GUILD,
 )
 from bot.memory.models import Decision, NewFact, Operation, Origin
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.discord import Guild, InteractionRecord
 from tests.e2e.world import World, eventually, world
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.client import MemoryBot
 from bot.memory.models import Fact
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.brain import FakeBrain
 from standins.discord import DiscordStandIn, Guild, run_bot
 from standins.gemini import GeminiStandIn

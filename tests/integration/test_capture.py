@@ -19,7 +19,7 @@ from bot.memory.events import MemoryEvent, Skipped
 from bot.memory.models import BufferedMessage, NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
 from tests.integration.test_pipeline import SCOPE, msg

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.memory.models import NewFact
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
 
@@ -265,7 +265,7 @@ async def test_export_then_import_on_another_instance_keeps_facts_and_where_they
     tmp_path: Path, gemini: GeminiStandIn
 ) -> None:
     from bot.memory.models import NewFact, Origin
-    from bot.memory.store import Store
+    from bot.storage import Store
     from tests.fakes import unit
 
     old = tmp_path / "old.sqlite3"

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from bot.memory.models import Decision, NewFact, Operation
-from bot.memory.store import Store
+from bot.storage import Store
 from standins.brain import FakeBrain
 from standins.gemini import GeminiStandIn, hashed_embedding
 from tests.integration.test_cli import clean_env, import_three_dm_facts, run_cli

@@ -11,7 +11,7 @@ from bot.memory.events import Learned, MemoryEvent
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
 from bot.memory.ports import ModelRefusal, Purpose
 from bot.memory.service import MemoryService
-from bot.memory.store import Store
+from bot.storage import Store
 from tests.fakes import FakeEmbedder, FakeLLM, angled, unit
 
 SCOPE = "guild:100"

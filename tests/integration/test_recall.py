@@ -15,7 +15,7 @@ from bot.memory.recall import (
     within_budget,
 )
 from bot.memory.service import MemoryService
-from bot.memory.store import AsyncStore, Store
+from bot.storage import AsyncStore, Store
 from tests.fakes import FakeEmbedder, angled, unit
 
 SCOPE = "guild:5"

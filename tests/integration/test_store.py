@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.memory.db import DatabaseError, connect
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
-from bot.memory.store import MIGRATIONS, EmbeddingMismatchError, Store, _split_sql, keyword_query
+from bot.storage import EmbeddingMismatchError, Store
+from bot.storage.connection import DatabaseError, connect
+from bot.storage.schema import MIGRATIONS, _split_sql
+from bot.storage.search import keyword_query
 from tests.fakes import DIMS, angled, unit
 
 

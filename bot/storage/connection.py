@@ -1,4 +1,4 @@
-"""Opening an SQLite connection with sqlite-vec loaded, on Pythons that cannot load extensions.
+"""The connection: SQLite with sqlite-vec loaded, its errors, and transactions.
 
 Many Python builds (this project's CI among them) lack `sqlite3.Connection.enable_load_extension`.
 `sqlean.py` is a drop-in sqlite3 with extension loading and a recent SQLite (FTS5 secure-delete needs
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -20,11 +21,16 @@ class DatabaseError(Exception):
     """The database cannot be used; the message says what to do about it."""
 
 
+class EmbeddingMismatchError(DatabaseError):
+    """The database holds vectors of another model or dimension than the one configured."""
+
+
 def _driver() -> ModuleType:
     try:
         import sqlean
 
-        return sqlean
+        module: ModuleType = sqlean
+        return module
     except ImportError:
         if hasattr(sqlite3.Connection, "enable_load_extension"):
             return sqlite3
@@ -42,6 +48,12 @@ def _drivers() -> list[ModuleType]:
 
         drivers.append(sqlean)
     return drivers
+
+
+def row_type(conn: sqlite3.Connection) -> type[sqlite3.Row]:
+    """The `Row` class of the driver `conn` belongs to (each driver's cursor takes only its own)."""
+    row: type[sqlite3.Row] = sys.modules[type(conn).__module__].Row
+    return row
 
 
 def sqlite_errors() -> tuple[type[Exception], ...]:
@@ -117,7 +129,7 @@ def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
         # The first statements are where SQLite notices a file that is not a database, or read-only.
         conn.close()
         raise DatabaseError(describe_error(path, exc)) from exc
-    return conn
+    return conn  # type: ignore[no-any-return]  # the driver module is chosen at run time
 
 
 def _configure(conn: sqlite3.Connection, *, readonly: bool) -> None:
@@ -127,3 +139,35 @@ def _configure(conn: sqlite3.Connection, *, readonly: bool) -> None:
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+
+
+class Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (a crash mid-write leaves nothing half done)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+class Connected:
+    """What every part of the store shares: one connection, and the width every vector must have."""
+
+    def __init__(self, conn: sqlite3.Connection, *, dimensions: int) -> None:
+        self.conn = conn
+        self.dimensions = dimensions
+
+    def _tx(self) -> Transaction:
+        return Transaction(self.conn)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the main file and truncate it, so deleted text does not linger in the log."""
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

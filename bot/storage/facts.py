@@ -1,0 +1,314 @@
+"""Facts with their history, sources and events: listing, correcting, and the writes a flush is made of.
+
+A superseded fact keeps its row (status + superseded_by) and its vector moves to
+`facts.archived_embedding`, so that a later undo (its successor's only source message deleted) can
+bring it back without asking Gemini again. Every fact's words are in `facts_fts` while it is active.
+The writes here are steps: the transactions that combine them are `Store`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
+from bot.storage.buffer import buffered_origin
+from bot.storage.connection import Connected
+from bot.storage.rows import (
+    FACT_COLUMNS,
+    Owner,
+    event_from,
+    facts_from,
+    owner_from,
+    scalar,
+    select,
+    select_one,
+    source_ids_of,
+)
+from bot.storage.search import owner_token, vector_blob
+
+
+class Facts(Connected):
+    """A person's facts as lists and single facts, and the steps that write them."""
+
+    def list_facts(
+        self,
+        scope: str,
+        user_id: str,
+        *,
+        all_statuses: bool = False,
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """A person's facts in one scope, newest first, with their source message ids."""
+        status_filter = "" if all_statuses else "AND f.status = 'active'"
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? AND f.user_id = ? {status_filter} "
+            "ORDER BY f.recorded_at DESC, f.id DESC LIMIT ? OFFSET ?",
+            (scope, user_id, limit, offset),
+        )
+        return facts_from(self.conn, rows)
+
+    def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int:
+        status_filter = "" if all_statuses else "AND status = 'active'"
+        count: int = scalar(
+            self.conn,
+            f"SELECT count(*) FROM facts WHERE scope = ? AND user_id = ? {status_filter}",
+            (scope, user_id),
+        )
+        return count
+
+    def get_fact(self, fact_id: int) -> Fact | None:
+        row = select_one(self.conn, f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.id = ?", (fact_id,))
+        return facts_from(self.conn, [row])[0] if row else None
+
+    def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:
+        """Every fact in a scope (of one person, or everyone's), all statuses, oldest first, with sources."""
+        who, params = ("AND f.user_id = ?", (scope, user_id)) if user_id is not None else ("", (scope,))
+        rows = select(
+            self.conn, f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? {who} ORDER BY f.id", params
+        )
+        return facts_from(self.conn, rows)
+
+    def correct_fact(
+        self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
+    ) -> Fact | None:
+        """Replace an active fact's text in place (vector, keyword index, flag); the old text leaves no
+        trace: the fact's events, which quote it, are replaced by one 'corrected' event without text.
+
+        Its sources, and so where it was learned, stay. None when it is not this person's active fact.
+        """
+        if len(embedding) != self.dimensions:
+            raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
+        with self._tx():
+            owner = self._active_owner(fact_id)
+            if owner is None or (owner.scope, owner.user_id) != (scope, user_id):
+                return None
+            self.conn.execute(
+                "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
+                (text, int(sensitive), iso(utcnow()), fact_id),
+            )
+            self._write_vectors([(fact_id, embedding)])
+            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact_id,))
+            self.conn.execute(
+                "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+                (fact_id, text, owner_token(scope, user_id)),
+            )
+            self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
+            self._event(fact_id, scope, user_id, "corrected", {}, actor=user_id)
+        self.checkpoint()
+        return self.get_fact(fact_id)
+
+    def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        params: tuple[Any, ...] = (scope,) if user_id is None else (scope, user_id)
+        where = "scope = ?" if user_id is None else "scope = ? AND user_id = ?"
+        rows = select(
+            self.conn,
+            f"SELECT id, fact_id, user_id, kind, detail, actor, at FROM fact_events WHERE {where} "
+            "ORDER BY id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [event_from(r) for r in rows]
+
+    def record_retrievals(self, fact_ids: Sequence[int]) -> None:
+        with self._tx():
+            self.conn.executemany(
+                "UPDATE facts SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? WHERE id = ?",
+                [(iso(utcnow()), fid) for fid in fact_ids],
+            )
+
+    def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
+        """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
+        rows = select(
+            self.conn,
+            "SELECT f.id, f.text FROM stale_vectors AS s JOIN facts AS f ON f.id = s.fact_id "
+            "ORDER BY s.fact_id LIMIT ?",
+            (limit,),
+        )
+        return [(r["id"], r["text"]) for r in rows]
+
+    def _event(
+        self,
+        fact_id: int | None,
+        scope: str,
+        user_id: str,
+        kind: str,
+        detail: dict[str, Any],
+        actor: str = "system",
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO fact_events (fact_id, scope, user_id, kind, detail, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (fact_id, scope, user_id, kind, json.dumps(detail, ensure_ascii=False), actor, iso(utcnow())),
+        )
+
+    def _insert_fact(self, fact: NewFact, text: str, embedding: Sequence[float], now: str) -> int:
+        if len(embedding) != self.dimensions:
+            raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
+        cur = self.conn.execute(
+            "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (fact.scope, fact.user_id, text, fact.valid_from, now, now, int(fact.sensitive)),
+        )
+        fact_id = int(cur.lastrowid or 0)
+        self.conn.execute(
+            "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, ?, ?, ?)",
+            (fact_id, fact.scope, fact.user_id, vector_blob(embedding)),
+        )
+        self.conn.execute(
+            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+            (fact_id, text, owner_token(fact.scope, fact.user_id)),
+        )
+        self._add_sources(fact_id, fact, confirms=False)
+        return fact_id
+
+    def _add_sources(self, fact_id: int, fact: NewFact, *, confirms: bool) -> None:
+        """Record which messages a fact comes from and where each was said; `confirms`: they only repeated
+        it, adding no words. Where comes from `fact.origins`, else from the buffered message itself."""
+        for mid in fact.source_message_ids:
+            origin = fact.origins.get(mid) or buffered_origin(self.conn, mid)
+            self.conn.execute(
+                "INSERT OR IGNORE INTO fact_sources "
+                "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    fact_id,
+                    mid,
+                    int(confirms),
+                    origin and origin.channel_id,
+                    origin and origin.parent_channel_id,
+                    int(bool(origin and origin.private_thread)),
+                ),
+            )
+
+    def _inherit_sources(self, fact_id: int, from_id: int) -> None:
+        """A merged fact holds the words of the fact it replaces: it keeps that fact's sources, as they were."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO fact_sources "
+            "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
+            "SELECT ?, message_id, confirms, channel_id, parent_channel_id, private_thread "
+            "FROM fact_sources WHERE fact_id = ?",
+            (fact_id, from_id),
+        )
+
+    def _supersede(self, old_id: int, new_id: int, status: FactStatus, now: str) -> None:
+        """Take an active fact out of search, keeping its row and its vector (archived) for history."""
+        self.conn.execute(
+            "UPDATE facts SET status = ?, superseded_by = ?, updated_at = ?, "
+            "archived_embedding = (SELECT embedding FROM fact_vectors WHERE fact_id = ?) WHERE id = ?",
+            (status.value, new_id, now, old_id, old_id),
+        )
+        self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
+        self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (old_id,))
+
+    def _merged_into(self, fact_id: int) -> list[int]:
+        """The facts this one was merged into, one after the other: its words live on in each of them."""
+        chain: list[int] = []
+        while (
+            (
+                row := select_one(
+                    self.conn,
+                    "SELECT superseded_by FROM facts WHERE id = ? AND status = 'merged'",
+                    (fact_id,),
+                )
+            )
+            is not None
+            and row["superseded_by"] is not None
+            and row["superseded_by"] not in chain
+        ):
+            fact_id = row["superseded_by"]
+            chain.append(fact_id)
+        return chain
+
+    def _active_owner(self, fact_id: int) -> Owner | None:
+        row = select_one(
+            self.conn,
+            "SELECT scope, user_id, text, sensitive FROM facts WHERE id = ? AND status = 'active'",
+            (fact_id,),
+        )
+        return owner_from(row) if row else None
+
+    def _write_vectors(self, vectors: Iterable[tuple[int, Sequence[float]]]) -> None:
+        """Give facts new vectors: the one searched with while active, the archived one once superseded.
+
+        The one way a vector is replaced (a merged fact's own vector arriving, a re-embedding, a
+        correction); a fact given its vector no longer waits in `stale_vectors`.
+        """
+        for fact_id, vector in vectors:
+            blob = vector_blob(vector)
+            self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fact_id))
+            # Superseded since: its kept vector is what a later restore searches with, so it gets the refresh.
+            self.conn.execute(
+                "UPDATE facts SET archived_embedding = ? WHERE id = ? AND archived_embedding IS NOT NULL",
+                (blob, fact_id),
+            )
+            self.conn.execute("DELETE FROM stale_vectors WHERE fact_id = ?", (fact_id,))
+
+    def _chain(self, fact_ids: Iterable[int]) -> list[int]:
+        """The facts and, recursively, the older facts they superseded: the whole history of each."""
+        seen: list[int] = []
+        todo = list(fact_ids)
+        while todo:
+            fid = todo.pop()
+            if fid in seen:
+                continue
+            seen.append(fid)
+            todo.extend(
+                r["id"] for r in select(self.conn, "SELECT id FROM facts WHERE superseded_by = ?", (fid,))
+            )
+        return seen
+
+    def _delete_facts(self, fact_ids: Sequence[int]) -> None:
+        for fid in fact_ids:
+            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fid,))
+            self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fid,))
+            self.conn.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ?", (fid,))
+        for fid in fact_ids:
+            self.conn.execute("DELETE FROM facts WHERE id = ?", (fid,))
+
+    def _facts_carrying(self, message_id: str) -> list[int]:
+        """Facts whose text holds words of this message, newest last (see forget_message)."""
+        with_source = {
+            r["fact_id"]: bool(r["confirms"])
+            for r in select(
+                self.conn, "SELECT fact_id, confirms FROM fact_sources WHERE message_id = ?", (message_id,)
+            )
+        }
+        sources = source_ids_of(self.conn, list(with_source))
+        carrying: set[int] = set()
+        for fid, repeated in with_source.items():
+            merged_from = [
+                r["id"]
+                for r in select(
+                    self.conn, "SELECT id FROM facts WHERE superseded_by = ? AND status = 'merged'", (fid,)
+                )
+            ]
+            inherited = {mid for mids in source_ids_of(self.conn, merged_from).values() for mid in mids}
+            added_words = bool(merged_from) and not repeated and message_id not in inherited
+            # A fact whose only source merely repeated it came from elsewhere (an import): it stays.
+            orphaned = set(sources.get(fid, ())) == {message_id} and not repeated
+            if orphaned or added_words:
+                carrying.add(fid)
+        for fid in list(carrying):  # a fact merged from a carrying fact carries its words too
+            carrying.update(self._merged_into(fid))
+        return sorted(carrying)
+
+    def _restore(self, fact_id: int, scope: str, user_id: str, text: str, now: str) -> None:
+        self.conn.execute(
+            "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) "
+            "SELECT id, scope, user_id, archived_embedding FROM facts WHERE id = ?",
+            (fact_id,),
+        )
+        self.conn.execute(
+            "UPDATE facts SET status = 'active', superseded_by = NULL, archived_embedding = NULL, updated_at = ? "
+            "WHERE id = ?",
+            (now, fact_id),
+        )
+        self.conn.execute(
+            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+            (fact_id, text, owner_token(scope, user_id)),
+        )
+        self._event(
+            fact_id, scope, user_id, "restored", {"reason": "the fact that replaced it lost its source"}
+        )

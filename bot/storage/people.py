@@ -1,0 +1,67 @@
+"""People and servers: who opted out, names, guild settings, and the bot's own small state.
+
+Writes that also drop buffered messages (opting out, switching memory off, ignoring a channel) span
+tables, so they live with the `Store` that composes this part with the buffer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from bot.memory.models import GuildSettings, iso, utcnow
+from bot.storage.connection import Connected
+from bot.storage.rows import guild_settings_from, select, select_one
+
+
+def upsert_user(conn: sqlite3.Connection, scope: str, user_id: str, name: str) -> None:
+    """Remember a person's latest name in a scope (an empty name keeps the one known)."""
+    conn.execute(
+        "INSERT INTO users (scope, user_id, name, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (scope, user_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at "
+        "WHERE excluded.name != ''",
+        (scope, user_id, name, iso(utcnow())),
+    )
+
+
+class People(Connected):
+    """Opt-outs, names, guild settings and app state."""
+
+    def opted_out(self) -> set[tuple[str, str]]:
+        rows = select(self.conn, "SELECT scope, user_id FROM users WHERE opted_out = 1")
+        return {(r["scope"], r["user_id"]) for r in rows}
+
+    def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]:
+        ids = list(user_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = select(
+            self.conn,
+            f"SELECT user_id, name FROM users WHERE scope = ? AND user_id IN ({marks})",
+            (scope, *ids),
+        )
+        return {r["user_id"]: r["name"] for r in rows}
+
+    def guild_settings(self) -> dict[str, GuildSettings]:
+        out: dict[str, GuildSettings] = {}
+        for row in select(
+            self.conn,
+            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others FROM guild_settings",
+        ):
+            out[row["guild_id"]] = guild_settings_from(row)
+        for row in select(self.conn, "SELECT guild_id, channel_id FROM ignored_channels"):
+            out.setdefault(row["guild_id"], GuildSettings(row["guild_id"])).ignored_channel_ids.add(
+                row["channel_id"]
+            )
+        return out
+
+    def get_state(self, key: str) -> str | None:
+        row = select_one(self.conn, "SELECT value FROM app_state WHERE key = ?", (key,))
+        return row["value"] if row else None
+
+    def set_state(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO app_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )

@@ -1,0 +1,175 @@
+"""The schema: numbered migrations from an empty file to the current version, and the file's meta.
+
+`PRAGMA user_version` counts the migrations applied; each runs in its own transaction. The `meta`
+table records the embedding model whose vectors the file holds (see `check_embedding`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from bot.storage.connection import DatabaseError, EmbeddingMismatchError, Transaction
+
+MIGRATIONS: list[str] = [
+    # 1: the whole first schema.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE users (
+        scope TEXT NOT NULL, user_id TEXT NOT NULL, name TEXT NOT NULL DEFAULT '',
+        opted_out INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL,
+        PRIMARY KEY (scope, user_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'merged', 'invalidated')),
+        superseded_by INTEGER REFERENCES facts(id) ON DELETE SET NULL,
+        valid_from TEXT,
+        recorded_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        retrieval_count INTEGER NOT NULL DEFAULT 0,
+        last_retrieved_at TEXT,
+        archived_embedding BLOB
+    );
+    CREATE INDEX facts_owner ON facts (scope, user_id, status);
+    CREATE INDEX facts_superseded_by ON facts (superseded_by) WHERE superseded_by IS NOT NULL;
+    CREATE TABLE fact_sources (
+        fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+        message_id TEXT NOT NULL,
+        PRIMARY KEY (fact_id, message_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX fact_sources_message ON fact_sources (message_id);
+    CREATE TABLE fact_vectors (
+        fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE,
+        scope TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        embedding BLOB NOT NULL
+    );
+    CREATE INDEX fact_vectors_owner ON fact_vectors (scope, user_id);
+    CREATE VIRTUAL TABLE facts_fts USING fts5(
+        text, owner, tokenize='unicode61 remove_diacritics 2'
+    );
+    INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1);
+    CREATE TABLE fact_events (
+        id INTEGER PRIMARY KEY,
+        fact_id INTEGER,
+        scope TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '{}',
+        actor TEXT NOT NULL DEFAULT 'system',
+        at TEXT NOT NULL
+    );
+    CREATE INDEX fact_events_fact ON fact_events (fact_id);
+    CREATE INDEX fact_events_owner ON fact_events (scope, user_id);
+    CREATE TABLE pending_messages (
+        seq INTEGER PRIMARY KEY,
+        message_id TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL,
+        channel_id TEXT NOT NULL,
+        author_id TEXT NOT NULL,
+        author_name TEXT NOT NULL,
+        is_bot INTEGER NOT NULL DEFAULT 0,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        captured_at REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX pending_channel ON pending_messages (channel_id, seq);
+    CREATE INDEX pending_author ON pending_messages (scope, author_id);
+    CREATE TABLE guild_settings (
+        guild_id TEXT PRIMARY KEY,
+        memory_enabled INTEGER NOT NULL DEFAULT 1,
+        log_channel_id TEXT,
+        members_see_others INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE ignored_channels (
+        guild_id TEXT NOT NULL, channel_id TEXT NOT NULL, PRIMARY KEY (guild_id, channel_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE app_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE stale_vectors (fact_id INTEGER PRIMARY KEY REFERENCES facts(id) ON DELETE CASCADE);
+    """,
+    # 2: a thread's messages remember their parent channel, so ignoring the channel drops them too;
+    # the bot's buffered replies remember the message they answer, so deleting it drops them too;
+    # a source that only repeated a known fact (DUPLICATE) is marked, as it added no words to it.
+    """
+    ALTER TABLE pending_messages ADD COLUMN parent_channel_id TEXT;
+    CREATE INDEX pending_parent ON pending_messages (parent_channel_id) WHERE parent_channel_id IS NOT NULL;
+    ALTER TABLE pending_messages ADD COLUMN reply_to TEXT;
+    CREATE INDEX pending_reply_to ON pending_messages (reply_to) WHERE reply_to IS NOT NULL;
+    ALTER TABLE fact_sources ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 3: provenance and consent. Each source records the channel (thread, parent, private or not) it was
+    # said in, the audience its facts may serve; sources from before stay NULL, which recall treats as
+    # the most private place. Facts kept only because their owner asked are marked sensitive.
+    """
+    ALTER TABLE pending_messages ADD COLUMN private_thread INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE fact_sources ADD COLUMN channel_id TEXT;
+    ALTER TABLE fact_sources ADD COLUMN parent_channel_id TEXT;
+    ALTER TABLE fact_sources ADD COLUMN private_thread INTEGER NOT NULL DEFAULT 0;
+    UPDATE fact_sources SET channel_id = p.channel_id, parent_channel_id = p.parent_channel_id
+        FROM pending_messages AS p WHERE p.message_id = fact_sources.message_id;
+    ALTER TABLE facts ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
+    """,
+]
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of a migration script (no semicolons inside literals in our migrations)."""
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply numbered migrations past PRAGMA user_version; returns the resulting version."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise DatabaseError(
+            f"the database schema is version {version}, newer than this bot knows ({len(MIGRATIONS)}); "
+            "upgrade the bot"
+        )
+    for number in range(version + 1, len(MIGRATIONS) + 1):
+        with Transaction(conn):
+            for statement in _split_sql(MIGRATIONS[number - 1]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+    return len(MIGRATIONS)
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def check_embedding(conn: sqlite3.Connection, model: str, dimensions: int, allow_change: bool) -> None:
+    """Record the embedding model in a new file; in a used one, refuse another model or dimension.
+
+    Mixing vectors of two models silently ruins every search, so a mismatch raises
+    EmbeddingMismatchError naming `python -m bot reembed`.
+    """
+    meta = read_meta(conn)
+    if "embedding_model" not in meta:
+        with Transaction(conn):
+            set_meta(conn, "embedding_model", model)
+            set_meta(conn, "embedding_dimensions", str(dimensions))
+        return
+    if allow_change:
+        return
+    if "reembed_target" in meta:
+        raise EmbeddingMismatchError(
+            f"a re-embedding to {meta['reembed_target']} was interrupted; finish it with `python -m bot reembed`"
+        )
+    stored = (meta["embedding_model"], int(meta["embedding_dimensions"]))
+    if stored != (model, dimensions):
+        raise EmbeddingMismatchError(
+            f"the database holds vectors of {stored[0]} at {stored[1]} dimensions but EMBEDDING_MODEL/"
+            f"EMBEDDING_DIMENSIONS say {model} at {dimensions}; run `python -m bot reembed` to re-embed "
+            "every fact with the new model, or set the old values back"
+        )
