@@ -203,7 +203,7 @@ class AdminLog:
 
     def channel_for(self, guild_id: int) -> LogChannel | None:
         """The guild's configured log channel, else the default channel if it belongs to this guild."""
-        configured = self.bot.memory.guild(guild_id).log_channel_id
+        configured = self.bot.memory.guild(str(guild_id)).log_channel_id
         if configured:
             channel = self.bot.get_channel(int(configured)) or self.bot.get_partial_messageable(
                 int(configured), guild_id=guild_id

@@ -135,7 +135,7 @@ class Admin(commands.Cog, name="admin"):
         actor = str(interaction.user.id)
 
         async def forget_one(fact_id: int) -> Reply:
-            count = await self.bot.memory.forget(scope, user.id, [fact_id], actor=actor)
+            count = await self.bot.memory.forget(scope, str(user.id), [fact_id], actor=actor)
             return Reply(forgot_text(count, fact_id) if count else f"No fact #{fact_id} of {name} here.")
 
         if fact is not None:
@@ -171,7 +171,7 @@ class Admin(commands.Cog, name="admin"):
             content += " I can't send messages there yet: please give me Send Messages in that channel."
         await self.change(
             interaction,
-            self.bot.memory.update_guild(guild_id(interaction), log_channel_id=str(channel.id)),
+            self.bot.memory.update_guild(str(guild_id(interaction)), log_channel_id=str(channel.id)),
             f"set {channel.mention} as the memory log channel",
             content,
         )
@@ -179,7 +179,7 @@ class Admin(commands.Cog, name="admin"):
     @logchannel_group.command(name="clear", description="Stop posting the memory log in a channel of its own")
     async def logchannel_clear(self, interaction: discord.Interaction) -> None:
         async def clear() -> Reply:
-            await self.bot.memory.update_guild(guild_id(interaction), log_channel_id=None)
+            await self.bot.memory.update_guild(str(guild_id(interaction)), log_channel_id=None)
             fallback = self.bot.admin_log.channel_for(guild_id(interaction))
             self.note(interaction, "cleared the memory log channel")
             return Reply(
@@ -201,7 +201,7 @@ class Admin(commands.Cog, name="admin"):
             return
         await self.change(
             interaction,
-            self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, True),
+            self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), True),
             f"turned memory off in {channel.mention}",
             f"I won't remember messages in {channel.mention}"
             + ("" if isinstance(channel, app_commands.AppCommandThread) else " (or its threads)")
@@ -211,7 +211,7 @@ class Admin(commands.Cog, name="admin"):
     @admin_group.command(name="unignore", description="Remember messages in an ignored channel again")
     @app_commands.describe(channel="The channel to stop ignoring")
     async def unignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
-        ignored = self.bot.memory.guild(guild_id(interaction)).ignored_channel_ids
+        ignored = self.bot.memory.guild(str(guild_id(interaction))).ignored_channel_ids
         parent = getattr(channel, "parent_id", None)
         if str(channel.id) not in ignored:
             if parent is not None and str(parent) in ignored:
@@ -225,7 +225,7 @@ class Admin(commands.Cog, name="admin"):
             return
         await self.change(
             interaction,
-            self.bot.memory.set_channel_ignored(guild_id(interaction), channel.id, False),
+            self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), False),
             f"turned memory back on in {channel.mention}",
             f"I may remember messages in {channel.mention} again.",
         )
@@ -234,7 +234,7 @@ class Admin(commands.Cog, name="admin"):
     async def enable(self, interaction: discord.Interaction) -> None:
         await self.change(
             interaction,
-            self.bot.memory.update_guild(guild_id(interaction), memory_enabled=True),
+            self.bot.memory.update_guild(str(guild_id(interaction)), memory_enabled=True),
             "enabled memory in this server",
             "Memory is on in this server: I may remember what people say here.",
         )
@@ -243,7 +243,7 @@ class Admin(commands.Cog, name="admin"):
     async def disable(self, interaction: discord.Interaction) -> None:
         await self.change(
             interaction,
-            self.bot.memory.update_guild(guild_id(interaction), memory_enabled=False),
+            self.bot.memory.update_guild(str(guild_id(interaction)), memory_enabled=False),
             "disabled memory in this server",
             "Memory is off in this server: I won't remember new messages here, and the ones I hadn't read "
             "yet are dropped. What I already know stays (use /memory-admin forget to remove it).",
@@ -255,7 +255,7 @@ class Admin(commands.Cog, name="admin"):
         visible = state == "on"
         await self.change(
             interaction,
-            self.bot.memory.update_guild(guild_id(interaction), members_see_others=visible),
+            self.bot.memory.update_guild(str(guild_id(interaction)), members_see_others=visible),
             "let members see each other's facts"
             if visible
             else "made members' facts visible only to themselves",

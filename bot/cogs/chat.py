@@ -86,7 +86,7 @@ class Chat(commands.Cog):
         parent = self.parent_channel_id(message.channel)
         if parent == UNKNOWN_PARENT:
             # A thread whose parent could not be learned: remember it only where no channel is ignored.
-            guild = self.bot.memory.guild(message.guild.id) if message.guild else None
+            guild = self.bot.memory.guild(str(message.guild.id)) if message.guild else None
             if guild is not None and guild.ignored_channel_ids:
                 return False
             parent = None
@@ -103,8 +103,8 @@ class Chat(commands.Cog):
                 reply_to=None if reply_to is None else str(reply_to),
                 private_thread=self.is_private_thread(message.channel),
             ),
-            guild_id=message.guild.id if message.guild else None,
-            parent_channel_id=parent,
+            guild_id=str(message.guild.id) if message.guild else None,
+            parent_channel_id=None if parent is None else str(parent),
         )
 
     def is_private_thread(self, channel: discord.abc.Messageable) -> bool:
@@ -172,7 +172,7 @@ class Chat(commands.Cog):
         if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
             await self.forget_deleted([payload.message_id])
         elif not self.bot.shutting_down:
-            await self.bot.memory.message_edited(payload.message_id, payload.message.clean_content)
+            await self.bot.memory.message_edited(str(payload.message_id), payload.message.clean_content)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
@@ -186,7 +186,7 @@ class Chat(commands.Cog):
         """Take deleted messages out of memory, during shutdown too while the database is still open."""
         for message_id in message_ids:
             try:
-                await self.bot.memory.message_deleted(message_id)
+                await self.bot.memory.message_deleted(str(message_id))
             except Exception:
                 log.error(
                     "message %s was deleted but what was learned from it could not be forgotten",
@@ -299,7 +299,7 @@ class Chat(commands.Cog):
     def may_see_others(self, trigger: discord.Message) -> bool:
         if trigger.guild is None:
             return False
-        if self.bot.memory.guild(trigger.guild.id).members_see_others:
+        if self.bot.memory.guild(str(trigger.guild.id)).members_see_others:
             return True
         permissions = getattr(trigger.author, "guild_permissions", None)
         return permissions is not None and permissions.manage_guild
@@ -321,7 +321,7 @@ class Chat(commands.Cog):
         return text.strip()[:2000], "\n".join(earlier[-(QUERY_TURNS - 1) :])[-2000:]
 
     def memory_on(self, message: discord.Message) -> bool:
-        return message.guild is None or self.bot.memory.guild(message.guild.id).memory_enabled
+        return message.guild is None or self.bot.memory.guild(str(message.guild.id)).memory_enabled
 
     def tools(self, message: discord.Message) -> tuple[ChatTool, ...]:
         """What the model may ask the bot to do: remember or forget for the author, where memory is on."""
@@ -458,7 +458,7 @@ class Chat(commands.Cog):
         if message.author.bot:
             return False
         return self.bot.memory.is_opted_out(
-            scope_of(message), message.author.id
+            scope_of(message), str(message.author.id)
         ) or self.bot.memory.no_memory(message.content)
 
     @staticmethod
@@ -476,7 +476,7 @@ class Chat(commands.Cog):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
                     if remember:
-                        await self.bot.memory.message_edited(sent[index].id, part)
+                        await self.bot.memory.message_edited(str(sent[index].id), part)
                 continue
             if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))

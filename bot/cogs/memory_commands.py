@@ -216,7 +216,7 @@ class FactsPager(OwnedView):
 
     async def render(self) -> str:
         """The current page's text; clamps the page and sets which controls are usable."""
-        facts = await self.memory.list_facts(self.scope, self.subject_id, limit=MAX_LISTED)
+        facts = await self.memory.list_facts(self.scope, str(self.subject_id), limit=MAX_LISTED)
         if self.visible is not None:
             facts = [f for f in facts if self.visible(f)]
         pages = paginate(facts)
@@ -391,7 +391,7 @@ async def fact_choices(
     memory: MemoryService, scope: str, user_id: int, current: str
 ) -> list[app_commands.Choice[int]]:
     """Autocomplete over one person's active facts in this scope, matched on text or id."""
-    facts = await memory.search_own_facts(scope, user_id, str(current or ""))
+    facts = await memory.search_own_facts(scope, str(user_id), str(current or ""))
     return [app_commands.Choice(name=choice_name(f), value=f.id) for f in facts[:25]]
 
 
@@ -401,8 +401,8 @@ async def forget_all(memory: MemoryService, scope: str, user_id: int, *, actor: 
     Superseded versions go too; they are named apart ('3 facts and 1 earlier version') so the number
     matches the one the confirmation question showed.
     """
-    current = await memory.count_facts(scope, user_id)
-    removed = await memory.forget(scope, user_id, None, actor=actor)
+    current = await memory.count_facts(scope, str(user_id))
+    removed = await memory.forget(scope, str(user_id), None, actor=actor)
     earlier = removed - current
     return plural(current, "fact") + (f" and {plural(earlier, 'earlier version')}" if earlier > 0 else "")
 
@@ -411,7 +411,7 @@ async def forget_all_question(
     interaction: discord.Interaction, memory: MemoryService, scope: str, user_id: int, *, whom: str
 ) -> Reply:
     """'Forget everything I remember about <whom> (3 facts) ...?' with Confirm/Cancel; the caller acts."""
-    count = await memory.count_facts(scope, user_id)
+    count = await memory.count_facts(scope, str(user_id))
 
     async def forget_everything() -> str:
         return f"Forgot {await forget_all(memory, scope, user_id, actor=str(interaction.user.id))}."
@@ -449,7 +449,9 @@ class MemoryCommands(commands.Cog, name="memory"):
     async def facts(self, interaction: discord.Interaction, user: discord.User | None = None) -> None:
         subject = user or interaction.user
         in_guild = interaction.guild_id is not None
-        settings = self.bot.memory.guild(interaction.guild_id) if interaction.guild_id is not None else None
+        settings = (
+            self.bot.memory.guild(str(interaction.guild_id)) if interaction.guild_id is not None else None
+        )
         allowed = may_view_facts(
             caller_id=interaction.user.id,
             subject_id=subject.id,
@@ -482,7 +484,10 @@ class MemoryCommands(commands.Cog, name="memory"):
     async def forget_fact(self, interaction: discord.Interaction, fact: app_commands.Range[int, 1]) -> None:
         async def forget_one() -> Reply:
             count = await self.bot.memory.forget(
-                guild_scope(interaction.guild_id), interaction.user.id, [fact], actor=str(interaction.user.id)
+                guild_scope(interaction.guild_id),
+                str(interaction.user.id),
+                [fact],
+                actor=str(interaction.user.id),
             )
             return Reply(forgot_text(count, fact) if count else f"No fact #{fact} of yours here.")
 
@@ -511,11 +516,11 @@ class MemoryCommands(commands.Cog, name="memory"):
     async def optout(self, interaction: discord.Interaction) -> None:
         scope = guild_scope(interaction.guild_id)
         user_id = interaction.user.id
-        already = self.bot.memory.is_opted_out(scope, user_id)
+        already = self.bot.memory.is_opted_out(scope, str(user_id))
 
         async def forget_everything() -> str:
             done = await forget_all(self.bot.memory, scope, user_id, actor=str(user_id))
-            if self.bot.memory.is_opted_out(scope, user_id):  # they may have opted back in since
+            if self.bot.memory.is_opted_out(scope, str(user_id)):  # they may have opted back in since
                 return f"You're opted out here, and I forgot everything I knew about you ({done})."
             return f"Forgot {done}."
 
@@ -532,7 +537,7 @@ class MemoryCommands(commands.Cog, name="memory"):
 
         async def opt_out() -> Reply:
             if not already:
-                await self.bot.memory.set_opt_out(scope, user_id, True)
+                await self.bot.memory.set_opt_out(scope, str(user_id), True)
             return Reply(
                 f"{first}: I won't remember new messages from you, and the ones I hadn't read yet are "
                 "dropped. What I already know stays until you forget it: press the button, or use /forget.",
@@ -547,14 +552,14 @@ class MemoryCommands(commands.Cog, name="memory"):
         user_id = interaction.user.id
 
         async def opt_in() -> Reply:
-            if not self.bot.memory.is_opted_out(scope, user_id):
+            if not self.bot.memory.is_opted_out(scope, str(user_id)):
                 content = "You're already opted in here."
             else:
-                await self.bot.memory.set_opt_out(scope, user_id, False)
+                await self.bot.memory.set_opt_out(scope, str(user_id), False)
                 content = "Okay, you're opted in again: I may remember what you tell me here."
             if (
                 interaction.guild_id is not None
-                and not self.bot.memory.guild(interaction.guild_id).memory_enabled
+                and not self.bot.memory.guild(str(interaction.guild_id)).memory_enabled
             ):
                 content += " (Memory is off in this server right now, so nothing is remembered until an admin turns it on.)"
             return Reply(content)
@@ -591,17 +596,17 @@ class MemoryCommands(commands.Cog, name="memory"):
 
     async def _status(self, interaction: discord.Interaction) -> Reply:
         scope = guild_scope(interaction.guild_id)
-        count = await self.bot.memory.count_facts(scope, interaction.user.id)
+        count = await self.bot.memory.count_facts(scope, str(interaction.user.id))
         lines = [
             f"I remember {plural(count, 'fact')} about you here (see them with /facts)."
             if count
             else "I don't remember anything about you here yet.",
             "You're opted out: I don't remember new messages from you here."
-            if self.bot.memory.is_opted_out(scope, interaction.user.id)
+            if self.bot.memory.is_opted_out(scope, str(interaction.user.id))
             else "You're opted in: I may remember what you say here.",
         ]
         if interaction.guild_id is not None:
-            settings = self.bot.memory.guild(interaction.guild_id)
+            settings = self.bot.memory.guild(str(interaction.guild_id))
             lines.append(
                 "Memory is on in this server." if settings.memory_enabled else "Memory is off in this server."
             )

@@ -52,13 +52,13 @@ def origin_of(channel: Any) -> Origin:
 
 def refusal(memory: MemoryService, user_id: int, guild_id: int | None, channel: Any) -> str | None:
     """Why nothing may be remembered for this person here, or None when it may."""
-    if memory.is_opted_out(guild_scope(guild_id), user_id):
+    if memory.is_opted_out(guild_scope(guild_id), str(user_id)):
         return OPTED_OUT
     if guild_id is not None:
-        if not memory.guild(guild_id).memory_enabled:
+        if not memory.guild(str(guild_id)).memory_enabled:
             return MEMORY_OFF
         channels = (channel.id, getattr(channel, "parent_id", None))
-        if not memory.channel_captured(guild_id, tuple(c for c in channels if c is not None)):
+        if not memory.channel_captured(str(guild_id), tuple(c for c in channels if c is not None)):
             return IGNORED
     return None
 
@@ -129,7 +129,7 @@ class ForgetRequest(OwnerOnlyView):
         ids = [f.id for f in self.facts]
 
         async def forget_them() -> str:
-            count = await self.memory.forget(self.scope, self.owner_id, ids, actor=str(self.owner_id))
+            count = await self.memory.forget(self.scope, str(self.owner_id), ids, actor=str(self.owner_id))
             return forgot_text(count) if count else "Those facts were already gone."
 
         view = ConfirmView(interaction, forget_them, confirm_label="Forget")

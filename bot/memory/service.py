@@ -137,29 +137,27 @@ class MemoryService:
 
     # ---- capture ---------------------------------------------------------------------------------------
 
-    def guild(self, guild_id: int | str) -> GuildSettings:
-        return self._guilds.get(str(guild_id)) or GuildSettings(str(guild_id))
+    def guild(self, guild_id: str) -> GuildSettings:
+        return self._guilds.get(guild_id) or GuildSettings(guild_id)
 
-    def is_opted_out(self, scope: str, user_id: int | str) -> bool:
-        return (scope, str(user_id)) in self._opted_out
+    def is_opted_out(self, scope: str, user_id: str) -> bool:
+        return (scope, user_id) in self._opted_out
 
-    def channel_captured(self, guild_id: int | str | None, channel_ids: tuple[int | str, ...]) -> bool:
+    def channel_captured(self, guild_id: str | None, channel_ids: tuple[str, ...]) -> bool:
         """Whether memory is on in this guild and none of these channels (thread, parent) is ignored."""
         if guild_id is None:
             return True
-        settings = self._guilds.get(str(guild_id))
+        settings = self._guilds.get(guild_id)
         if settings is None:  # never configured: the defaults, memory on and nothing ignored
             return True
-        return settings.memory_enabled and not any(
-            str(c) in settings.ignored_channel_ids for c in channel_ids
-        )
+        return settings.memory_enabled and not any(c in settings.ignored_channel_ids for c in channel_ids)
 
     def capture(
         self,
         message: BufferedMessage,
         *,
-        guild_id: int | str | None = None,
-        parent_channel_id: int | str | None = None,
+        guild_id: str | None = None,
+        parent_channel_id: str | None = None,
     ) -> bool:
         """Queue a message for memory if it may and should be remembered; never waits on I/O.
 
@@ -174,7 +172,7 @@ class MemoryService:
             return False
         if self.no_memory(message.content) or not worth_reading(message.content):
             return False
-        parent = message.parent_channel_id if parent_channel_id is None else str(parent_channel_id)
+        parent = message.parent_channel_id if parent_channel_id is None else parent_channel_id
         content, name = clean(message.content), clean(message.author_name, MAX_NAME_CHARS)
         if (content, name, parent) != (message.content, message.author_name, message.parent_channel_id):
             message = replace(message, content=content, author_name=name, parent_channel_id=parent)
@@ -205,7 +203,7 @@ class MemoryService:
         """Whether the author asked, with the no-memory marker, that this message not be remembered."""
         return starts_with_marker(content, self.policy.no_memory_marker)
 
-    async def message_edited(self, message_id: int | str, content: str) -> None:
+    async def message_edited(self, message_id: str, content: str) -> None:
         """An edit of a message still in the buffer replaces its text (facts already learned stay).
 
         An edit that adds the no-memory marker counts as a deletion: the message leaves the buffer and
@@ -214,17 +212,17 @@ class MemoryService:
         if self.no_memory(content):
             await self.message_deleted(message_id)
         else:
-            self.capture_buffer.edit(str(message_id), clean(content))
+            self.capture_buffer.edit(message_id, clean(content))
 
-    async def message_deleted(self, message_id: int | str, *, attempts: int = 5) -> int:
+    async def message_deleted(self, message_id: str, *, attempts: int = 5) -> int:
         """Drop a deleted message from the buffer and forget what was learned from it.
 
         A failing write is tried again (a few times, a second apart): a deletion must not be lost.
         """
-        self.capture_buffer.delete(str(message_id))
+        self.capture_buffer.delete(message_id)
         for attempt in range(1, attempts + 1):
             try:
-                removed = await self.store.call(Storage.forget_message, str(message_id))
+                removed = await self.store.call(Storage.forget_message, message_id)
                 break
             except Exception:
                 if attempt == attempts:
@@ -322,7 +320,8 @@ class MemoryService:
     def still_captured(self, message: BufferedMessage) -> bool:
         """Whether the guild and channel of a buffered message are still remembered, checked at flush."""
         channels = tuple(c for c in (message.channel_id, message.parent_channel_id) if c is not None)
-        return self.channel_captured(guild_id_of(message.scope), channels)
+        guild_id = guild_id_of(message.scope)
+        return self.channel_captured(None if guild_id is None else str(guild_id), channels)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
         await self.capture_buffer.flush_now(channel_id)
@@ -429,87 +428,81 @@ class MemoryService:
         return await self.store.call(Storage.export_facts, scope, user_id)
 
     async def list_facts(
-        self, scope: str, user_id: int | str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False
+        self, scope: str, user_id: str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False
     ) -> list[Fact]:
         return await self.store.call(
-            Storage.list_facts, scope, str(user_id), all_statuses=all_statuses, limit=limit, offset=offset
+            Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=limit, offset=offset
         )
 
-    async def count_facts(self, scope: str, user_id: int | str) -> int:
-        return await self.store.call(Storage.count_facts, scope, str(user_id))
+    async def count_facts(self, scope: str, user_id: str) -> int:
+        return await self.store.call(Storage.count_facts, scope, user_id)
 
-    async def search_own_facts(self, scope: str, user_id: int | str, text: str) -> list[Fact]:
-        return await self.store.call(Storage.search_own_facts, scope, str(user_id), text)
+    async def search_own_facts(self, scope: str, user_id: str, text: str) -> list[Fact]:
+        return await self.store.call(Storage.search_own_facts, scope, user_id, text)
 
     async def forget(
-        self, scope: str, user_id: int | str, fact_ids: list[int] | None = None, *, actor: str = ""
+        self, scope: str, user_id: str, fact_ids: list[int] | None = None, *, actor: str = ""
     ) -> int:
         """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
         if fact_ids is None:  # messages still queued for the buffer are part of "everything"
-            self._forgotten_at[(scope, str(user_id))] = iso(utcnow())
+            self._forgotten_at[(scope, user_id)] = iso(utcnow())
             await self._settle_queue()
-        count = await self.store.call(
-            Storage.forget, scope, str(user_id), fact_ids, actor=actor or str(user_id)
-        )
+        count = await self.store.call(Storage.forget, scope, user_id, fact_ids, actor=actor or user_id)
         if count or fact_ids is None:
-            self._emit(
-                Forgotten(
-                    scope, str(user_id), count, everything=fact_ids is None, actor=actor or str(user_id)
-                )
-            )
+            self._emit(Forgotten(scope, user_id, count, everything=fact_ids is None, actor=actor or user_id))
         return count
 
-    async def set_opt_out(self, scope: str, user_id: int | str, opted_out: bool) -> None:
+    async def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
         if opted_out:
             # From here on nothing of theirs is captured, and what is still queued is refused when written
             # (`_wanted`); the store then drops what is buffered, with every buffered turn of the bot.
-            self._opted_out.add((scope, str(user_id)))
+            self._opted_out.add((scope, user_id))
             await self._settle_queue()
         try:
-            await self.store.call(Storage.set_opt_out, scope, str(user_id), opted_out)
+            await self.store.call(Storage.set_opt_out, scope, user_id, opted_out)
         except Exception:
             if opted_out:  # memory says what the database says
-                self._opted_out.discard((scope, str(user_id)))
+                self._opted_out.discard((scope, user_id))
             raise
         if not opted_out:
-            self._opted_out.discard((scope, str(user_id)))
-        self._emit((OptedOut if opted_out else OptedIn)(scope, str(user_id)))
+            self._opted_out.discard((scope, user_id))
+        self._emit((OptedOut if opted_out else OptedIn)(scope, user_id))
 
     # ---- guild administration ----------------------------------------------------------------------------
 
-    async def update_guild(self, guild_id: int | str, **changes: Any) -> GuildSettings:
+    async def update_guild(self, guild_id: str, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
-        before = self._guilds.get(str(guild_id))
+        before = self._guilds.get(guild_id)
         if changes.get("memory_enabled") is False:
-            self._guilds[str(guild_id)] = replace(self.guild(guild_id), memory_enabled=False)
+            self._guilds[guild_id] = replace(self.guild(guild_id), memory_enabled=False)
             await self._settle_queue()
         try:
-            settings = await self.store.call(Storage.update_guild_settings, str(guild_id), **changes)
+            settings = await self.store.call(Storage.update_guild_settings, guild_id, **changes)
         except Exception:
             self._restore_guild(guild_id, before)
             raise
-        self._guilds[str(guild_id)] = settings
+        self._guilds[guild_id] = settings
         return settings
 
-    def _restore_guild(self, guild_id: int | str, before: GuildSettings | None) -> None:
+    def _restore_guild(self, guild_id: str, before: GuildSettings | None) -> None:
         """After a failed write the cache goes back to what the database still says."""
         if before is None:
-            self._guilds.pop(str(guild_id), None)
+            self._guilds.pop(guild_id, None)
         else:
-            self._guilds[str(guild_id)] = before
+            self._guilds[guild_id] = before
 
-    async def set_channel_ignored(self, guild_id: int | str, channel_id: int | str, ignored: bool) -> None:
+    async def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""
-        before = self._guilds.get(str(guild_id))
+        before = self._guilds.get(guild_id)
         if ignored:
             current = self.guild(guild_id)
-            self._guilds[str(guild_id)] = replace(
-                current, ignored_channel_ids={*current.ignored_channel_ids, str(channel_id)}
+            self._guilds[guild_id] = replace(
+                current, ignored_channel_ids={*current.ignored_channel_ids, channel_id}
             )
             await self._settle_queue()
         try:
-            await self.store.call(Storage.set_channel_ignored, str(guild_id), str(channel_id), ignored)
+            await self.store.call(Storage.set_channel_ignored, guild_id, channel_id, ignored)
         except Exception:
             self._restore_guild(guild_id, before)
             raise

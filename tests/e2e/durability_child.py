@@ -24,7 +24,7 @@ async def main(path: Path, count: int) -> None:
     service = MemoryService(store, FakeLLM(), FakeEmbedder(), memory_policy(settings))
     await service.start()
     for i in range(count):
-        service.capture(msg(f"m{i}", f"user{i % 3}", f"I have a pet number {i}"), guild_id=100)
+        service.capture(msg(f"m{i}", f"user{i % 3}", f"I have a pet number {i}"), guild_id="100")
     await service.capture_buffer.wait_written()
     sys.stdout.write("CAPTURED\n")
     sys.stdout.flush()

@@ -89,7 +89,7 @@ async def test_gemini_failing_for_the_whole_retry_budget_keeps_messages_until_it
         service = MemoryService(store, client, client, memory_policy(settings))
         await service.start()
         try:
-            service.capture(msg("m1", "alice", "I live in Tromsø"), guild_id=100)
+            service.capture(msg("m1", "alice", "I live in Tromsø"), guild_id="100")
             gemini.fail_next(503, count=3, kind="generate")
             with pytest.raises(ModelError):
                 await service.flush_now()

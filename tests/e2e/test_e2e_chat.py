@@ -139,8 +139,8 @@ async def test_facts_never_cross_guilds_or_into_dms(tmp_path: Path) -> None:
 async def test_gemini_failing_on_a_chat_gives_a_short_message_and_an_admin_log_entry(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         log_channel = w.alpha.channels["bot-log"]
-        w.bot.memory.guild(w.alpha.id)  # default settings
-        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        w.bot.memory.guild(str(w.alpha.id))  # default settings
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
         w.gemini.fail_next(500, count=2, kind="stream")  # the first try and its one retry
         await w.discord.send_message(w.general, w.bob, "hey bot, how are you?", mention_bot=True)
         failed = await w.discord.wait_for_bot_message(w.general, timeout=10)
@@ -297,7 +297,7 @@ async def test_in_dms_only_the_authors_own_facts_are_recalled_whoever_is_mention
 
 async def test_a_reply_to_a_message_kept_out_of_memory_is_kept_out_too(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
-        await w.bot.memory.set_opt_out(f"guild:{w.alpha.id}", w.bob["id"], True)
+        await w.bot.memory.set_opt_out(f"guild:{w.alpha.id}", str(w.bob["id"]), True)
         await w.discord.send_message(w.general, w.bob, "I live at 1 Elm Street", mention_bot=True)
         to_bob = await w.discord.wait_for_bot_message(w.general, timeout=10)
         secret = await w.discord.send_message(
@@ -359,7 +359,7 @@ async def test_a_recall_that_hangs_gives_way_to_an_answer_without_memory(
 async def test_a_reply_discord_refuses_is_logged_for_admins_and_the_bot_keeps_going(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         log_channel = w.alpha.channels["bot-log"]
-        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
         w.discord.fail_route("POST", rf"/channels/{w.general}/messages$", 403, count=1)
         await w.discord.send_message(w.general, w.bob, "hey bot, how are you?", mention_bot=True)
         entry = await w.discord.wait_for_bot_message(
@@ -437,7 +437,7 @@ async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_w
 async def test_a_flush_that_ends_during_shutdown_still_reaches_the_admin_log(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         log_channel = w.alpha.channels["bot-log"]
-        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
         await w.say(w.general, w.alice, "I live in Lisbon")
         w.gemini.latency = 0.8  # the flush is still waiting on Gemini when the bot is told to close
         flushing = asyncio.create_task(w.flush())
@@ -472,7 +472,7 @@ async def test_a_thread_the_bot_never_cached_is_still_known_as_part_of_an_ignore
 ) -> None:
     async with world(tmp_path) as w:
         parent = w.alpha.channels["random"]
-        await w.bot.memory.set_channel_ignored(w.alpha.id, parent, True)
+        await w.bot.memory.set_channel_ignored(str(w.alpha.id), str(parent), True)
         late = w.discord._snowflake()  # a thread the gateway never told the bot about
         w.discord._add_channel(thread_payload(late, w.alpha.id, parent, w.alice["id"], "late"), w.alpha.id)
         message = await w.discord.send_message(late, w.alice, "I am secretly moving to Tromso")
@@ -514,7 +514,7 @@ async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durab
 ) -> None:
     async with world(tmp_path) as w:
         log_channel = w.alpha.channels["bot-log"]
-        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
         w.gemini.generate_handler = lambda body: (
             answer if system_text(body).startswith(EXTRACT_TASK) else w.brain(body)
         )
@@ -673,7 +673,7 @@ async def test_a_rejected_gemini_key_is_told_to_admins_once_and_users_hear_the_b
 ) -> None:
     async with world(tmp_path) as w:
         log_channel = w.alpha.channels["bot-log"]
-        await w.bot.memory.update_guild(w.alpha.id, log_channel_id=str(log_channel))
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
         w.gemini.api_key = "the-key-google-knows"  # the bot's test-key is now rejected, as a revoked key is
         for text in ("hello?", "anyone there?"):
             await w.discord.send_message(w.general, w.bob, text, mention_bot=True)

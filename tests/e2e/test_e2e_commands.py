@@ -519,7 +519,7 @@ async def test_a_member_cannot_disable_memory(tmp_path: Path) -> None:
             _, data = await command(w, user, "memory-admin", guild, subcommand="disable")
             assert data["content"] == NEED_MANAGE_SERVER
             assert sql(w, enabled_row, str(guild.id)) in ([], [(1,)])
-            assert w.bot.memory.guild(guild.id).memory_enabled
+            assert w.bot.memory.guild(str(guild.id)).memory_enabled
         still = await w.say(w.general, w.bob, "I live in Krakow")
         assert await w.captured(still["id"])
         beta = await w.say(w.beta.channels["general"], w.alice, "I live in Gdansk")
@@ -632,4 +632,4 @@ async def test_unignore_says_so_when_nothing_was_ignored(tmp_path: Path) -> None
             w, w.alice, "memory-admin", w.alpha, subcommand="unignore", options={"channel": random}
         )
         assert data["content"] == f"I may remember messages in <#{random}> again."
-        assert w.bot.memory.guild(w.alpha.id).ignored_channel_ids == set()
+        assert w.bot.memory.guild(str(w.alpha.id)).ignored_channel_ids == set()

@@ -176,7 +176,7 @@ async def test_remember_command_stores_and_an_opted_out_person_is_refused(tmp_pa
         [fact] = await w.facts(scope, w.carol)
         assert fact.text == "carol plays the oboe"
         assert body["data"]["content"].startswith(f"I'll remember that: #{fact.id}: carol plays the oboe")
-        await w.bot.memory.set_opt_out(scope, w.carol["id"], True)
+        await w.bot.memory.set_opt_out(scope, str(w.carol["id"]), True)
         inter = await w.discord.invoke_command(
             w.carol, "remember", channel_id=w.general, options={"text": "I play the flute"}
         )
@@ -220,7 +220,7 @@ async def test_the_model_is_told_the_date_and_how_memory_can_be_seen_and_erased(
         request = w.brain.chat_requests[-1]
         offered = {f["name"] for t in request["tools"] for f in t["functionDeclarations"]}
         assert offered == {"remember", "forget"}
-        await w.bot.memory.update_guild(w.alpha.id, memory_enabled=False)
+        await w.bot.memory.update_guild(str(w.alpha.id), memory_enabled=False)
         off = await ask(w, w.general, w.alice, "hello again")
         assert "Memory is switched off" in off and "tools" not in w.brain.chat_requests[-1]
 

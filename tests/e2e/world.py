@@ -84,7 +84,7 @@ class World:
         await self.bot.memory.flush_now()
 
     async def facts(self, scope: str, user: dict[str, Any]) -> list[Fact]:
-        return await self.bot.memory.list_facts(scope, user["id"], limit=1000)
+        return await self.bot.memory.list_facts(scope, str(user["id"]), limit=1000)
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r.json for r in self.gemini.requests if r.kind == "stream"]

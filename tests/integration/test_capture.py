@@ -55,16 +55,16 @@ async def pending(service: MemoryService) -> list[str]:
     ],
 )
 async def test_messages_with_nothing_to_read_are_skipped(service: MemoryService, text: str) -> None:
-    assert service.capture(msg("m1", "alice", text), guild_id=100) is False
+    assert service.capture(msg("m1", "alice", text), guild_id="100") is False
     assert await pending(service) == []
 
 
 async def test_odd_but_readable_messages_are_kept_clean(service: MemoryService) -> None:
     long_text = "I love hiking. " * 266 + "end"  # 3,993 characters
     assert len(long_text) > 3900
-    assert service.capture(msg("m1", "alice", long_text), guild_id=100)
-    assert service.capture(msg("m2", "alice", "zero\u200bwidth and a NUL\x00 byte"), guild_id=100)
-    assert service.capture(msg("m3", "alice", "x" * 10_000), guild_id=100)
+    assert service.capture(msg("m1", "alice", long_text), guild_id="100")
+    assert service.capture(msg("m2", "alice", "zero\u200bwidth and a NUL\x00 byte"), guild_id="100")
+    assert service.capture(msg("m3", "alice", "x" * 10_000), guild_id="100")
     stored = await pending(service)
     assert stored[0] == long_text
     assert stored[1] == "zerowidth and a NUL byte"
@@ -73,44 +73,44 @@ async def test_odd_but_readable_messages_are_kept_clean(service: MemoryService) 
 
 async def test_opt_out_ignored_channels_disabled_guilds_and_the_marker(service: MemoryService) -> None:
     await service.set_opt_out(SCOPE, "bob", True)
-    assert not service.capture(msg("m1", "bob", "I am Bob"), guild_id=100)
+    assert not service.capture(msg("m1", "bob", "I am Bob"), guild_id="100")
     # Opting out in one guild does not opt out of DMs (nor of other guilds).
     assert service.capture(replace(msg("m1b", "bob", "I am Bob in DMs", channel="dm1"), scope="dm"))
-    assert not service.capture(msg("m2", "alice", "!nomem my password is hunter2"), guild_id=100)
-    await service.set_channel_ignored(100, "c1", True)
-    assert not service.capture(msg("m3", "alice", "ignored channel"), guild_id=100)
+    assert not service.capture(msg("m2", "alice", "!nomem my password is hunter2"), guild_id="100")
+    await service.set_channel_ignored("100", "c1", True)
+    assert not service.capture(msg("m3", "alice", "ignored channel"), guild_id="100")
     assert not service.capture(
         msg("m3t", "alice", "thread of an ignored channel", channel="t1"),
-        guild_id=100,
+        guild_id="100",
         parent_channel_id="c1",
     )
-    await service.set_channel_ignored(100, "c1", False)
-    await service.update_guild(100, memory_enabled=False)
-    assert not service.capture(msg("m4", "alice", "memory is off"), guild_id=100)
-    await service.update_guild(100, memory_enabled=True)
-    assert service.capture(msg("m5", "alice", "memory is back on"), guild_id=100)
+    await service.set_channel_ignored("100", "c1", False)
+    await service.update_guild("100", memory_enabled=False)
+    assert not service.capture(msg("m4", "alice", "memory is off"), guild_id="100")
+    await service.update_guild("100", memory_enabled=True)
+    assert service.capture(msg("m5", "alice", "memory is back on"), guild_id="100")
     await service.set_opt_out(SCOPE, "bob", False)
-    assert service.capture(msg("m6", "bob", "I am back"), guild_id=100)
+    assert service.capture(msg("m6", "bob", "I am back"), guild_id="100")
     assert await pending(service) == ["memory is back on", "I am back"]
 
 
 async def test_opting_out_drops_buffered_messages(service: MemoryService) -> None:
-    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
-    service.capture(msg("m2", "alice", "I collect coins"), guild_id=100)
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")
+    service.capture(msg("m2", "alice", "I collect coins"), guild_id="100")
     await service.capture_buffer.wait_written()
     await service.set_opt_out(SCOPE, "bob", True)
     assert await pending(service) == ["I collect coins"]
 
 
 async def test_opting_out_drops_the_bots_buffered_turns_in_that_scope(service: MemoryService) -> None:
-    service.capture(replace(msg("b0", "bot", "Welcome, everyone!"), is_bot=True), guild_id=100)
-    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id=100)
-    service.capture(replace(msg("b1", "bot", "Noted, you live at 1 Elm Street"), is_bot=True), guild_id=100)
-    service.capture(msg("m2", "alice", "I collect coins"), guild_id=100)
+    service.capture(replace(msg("b0", "bot", "Welcome, everyone!"), is_bot=True), guild_id="100")
+    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id="100")
+    service.capture(replace(msg("b1", "bot", "Noted, you live at 1 Elm Street"), is_bot=True), guild_id="100")
+    service.capture(msg("m2", "alice", "I collect coins"), guild_id="100")
     elsewhere = replace(msg("b2", "bot", "Bob lives at 1 Elm Street", channel="c2"), is_bot=True)
-    service.capture(elsewhere, guild_id=100)
+    service.capture(elsewhere, guild_id="100")
     other_server = replace(msg("b3", "bot", "Hello", channel="x1"), is_bot=True, scope="guild:200")
-    service.capture(other_server, guild_id=200)
+    service.capture(other_server, guild_id="200")
     await service.set_opt_out(SCOPE, "bob", True)
     assert await pending(service) == ["I collect coins"]  # any reply of the bot here may repeat bob
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
@@ -125,9 +125,9 @@ async def test_forgetting_one_fact_drops_the_bots_buffered_turns_that_may_repeat
         [NewFact(SCOPE, "alice", "Alice", "Alice has a zebrafish diagnosis", [], embedding=unit(1.0))],
     )
     service.capture(
-        replace(msg("b1", "bot", "Sorry about the zebrafish diagnosis"), is_bot=True), guild_id=100
+        replace(msg("b1", "bot", "Sorry about the zebrafish diagnosis"), is_bot=True), guild_id="100"
     )
-    service.capture(msg("m2", "carol", "I collect coins"), guild_id=100)
+    service.capture(msg("m2", "carol", "I collect coins"), guild_id="100")
     await service.capture_buffer.wait_written()
     assert await service.forget(SCOPE, "alice", [fid]) == 1
     assert await pending(service) == ["I collect coins"]
@@ -136,14 +136,14 @@ async def test_forgetting_one_fact_drops_the_bots_buffered_turns_that_may_repeat
 async def test_forgetting_everything_drops_the_bots_replies_after_that_persons_messages(
     service: MemoryService,
 ) -> None:
-    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id=100)
-    service.capture(replace(msg("b1", "bot", "Noted: 1 Elm Street"), is_bot=True), guild_id=100)
+    service.capture(msg("m1", "bob", "My address is 1 Elm Street"), guild_id="100")
+    service.capture(replace(msg("b1", "bot", "Noted: 1 Elm Street"), is_bot=True), guild_id="100")
     await service.forget(SCOPE, "bob", None)
     assert await pending(service) == []
 
 
 async def test_messages_still_queued_when_a_person_opts_out_are_dropped(service: MemoryService) -> None:
-    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)  # queued, maybe not yet written
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")  # queued, maybe not yet written
     await service.set_opt_out(SCOPE, "bob", True)
     assert await pending(service) == []
 
@@ -151,12 +151,12 @@ async def test_messages_still_queued_when_a_person_opts_out_are_dropped(service:
 async def test_switching_memory_off_drops_that_guilds_buffer_queued_messages_included(
     service: MemoryService,
 ) -> None:
-    service.capture(msg("m1", "alice", "I collect coins"), guild_id=100)
+    service.capture(msg("m1", "alice", "I collect coins"), guild_id="100")
     await service.capture_buffer.wait_written()
-    service.capture(msg("m2", "alice", "I collect stamps"), guild_id=100)
+    service.capture(msg("m2", "alice", "I collect stamps"), guild_id="100")
     other = replace(msg("o1", "alice", "I live in Oslo", channel="x1"), scope="guild:200")
-    service.capture(other, guild_id=200)
-    await service.update_guild(100, memory_enabled=False)
+    service.capture(other, guild_id="200")
+    await service.update_guild("100", memory_enabled=False)
     assert await pending(service) == []
     assert [m.content for m in await service.store.call(Store.pending_messages, "x1", 10)] == [
         "I live in Oslo"
@@ -165,12 +165,12 @@ async def test_switching_memory_off_drops_that_guilds_buffer_queued_messages_inc
 
 async def test_ignoring_a_channel_drops_what_its_threads_buffered(service: MemoryService) -> None:
     service.capture(
-        msg("t1m", "alice", "I live in a thread", channel="t1"), guild_id=100, parent_channel_id="c1"
+        msg("t1m", "alice", "I live in a thread", channel="t1"), guild_id="100", parent_channel_id="c1"
     )
-    service.capture(msg("m1", "alice", "I live in the channel"), guild_id=100)
-    service.capture(msg("o1", "alice", "I live elsewhere", channel="c2"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in the channel"), guild_id="100")
+    service.capture(msg("o1", "alice", "I live elsewhere", channel="c2"), guild_id="100")
     await service.capture_buffer.wait_written()
-    await service.set_channel_ignored(100, "c1", True)
+    await service.set_channel_ignored("100", "c1", True)
     for channel, expected in (("t1", []), ("c1", []), ("c2", ["I live elsewhere"])):
         assert [m.content for m in await service.store.call(Store.pending_messages, channel, 10)] == expected
 
@@ -179,10 +179,12 @@ async def test_a_flush_after_memory_went_off_reads_nothing_and_drops_the_chunk(
     service: MemoryService, llm: FakeLLM
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("t1m", "alice", "I live in Rome", channel="t1"), guild_id=100, parent_channel_id="c1")
+    service.capture(
+        msg("t1m", "alice", "I live in Rome", channel="t1"), guild_id="100", parent_channel_id="c1"
+    )
     await service.capture_buffer.wait_written()
     # The switch lands in the cache between the buffer write and the flush (another process, a race).
-    service._guilds["100"] = replace(service.guild(100), ignored_channel_ids={"c1"})
+    service._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c1"})
     assert await service.flush_channel("t1") == 0
     assert llm.calls == []
     assert await service.store.call(Store.pending_messages, "t1", 10) == []
@@ -192,8 +194,8 @@ async def test_a_flush_after_memory_went_off_reads_nothing_and_drops_the_chunk(
     "text", ["!nomem I live in Paris", "<@42> !nomem I live in Paris", "<@!42> <@&7>  !nomem I live in Paris"]
 )
 async def test_the_no_memory_marker_counts_after_leading_mentions(service: MemoryService, text: str) -> None:
-    assert service.capture(msg("m1", "alice", text), guild_id=100) is False
-    assert service.capture(msg("m2", "alice", f"I said {text}"), guild_id=100) is True
+    assert service.capture(msg("m1", "alice", text), guild_id="100") is False
+    assert service.capture(msg("m2", "alice", f"I said {text}"), guild_id="100") is True
     assert await pending(service) == [f"I said {text}"]
 
 
@@ -201,8 +203,8 @@ async def test_an_edit_adding_the_marker_removes_the_message_and_its_facts(
     service: MemoryService, llm: FakeLLM
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("m1", "alice", "I live in Paris"), guild_id=100)
-    service.capture(msg("m2", "alice", "I like tea"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in Paris"), guild_id="100")
+    service.capture(msg("m2", "alice", "I like tea"), guild_id="100")
     await service.message_edited("m2", "<@42> !nomem I like tea")
     assert await pending(service) == ["I live in Paris"]
     await service.flush_now()
@@ -213,9 +215,9 @@ async def test_an_edit_adding_the_marker_removes_the_message_and_its_facts(
 
 async def test_edits_and_deletions_apply_to_buffered_messages(service: MemoryService, llm: FakeLLM) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("m1", "alice", "I live in Pariss"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in Pariss"), guild_id="100")
     await service.message_edited("m1", "I live in Paris")
-    service.capture(msg("m2", "alice", "my PIN is 1234"), guild_id=100)
+    service.capture(msg("m2", "alice", "my PIN is 1234"), guild_id="100")
     await service.message_deleted("m2")
     await service.flush_now()
     [(_, payload)] = llm.calls
@@ -227,7 +229,7 @@ async def test_a_chunk_whose_messages_were_all_deleted_teaches_nothing(
     service: MemoryService, llm: FakeLLM
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("m1", "alice", "I have a secret hobby"), guild_id=100)
+    service.capture(msg("m1", "alice", "I have a secret hobby"), guild_id="100")
     await service.capture_buffer.wait_written()
     await service.message_deleted("m1")
     await service.flush_now()
@@ -239,8 +241,8 @@ async def test_deleting_a_fact_source_after_the_flush_forgets_the_fact(
     service: MemoryService, llm: FakeLLM
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("m1", "alice", "I play the oboe"), guild_id=100)
-    service.capture(msg("m2", "alice", "I play the harp"), guild_id=100)
+    service.capture(msg("m1", "alice", "I play the oboe"), guild_id="100")
+    service.capture(msg("m2", "alice", "I play the harp"), guild_id="100")
     await service.flush_now()
     assert len(await service.list_facts(SCOPE, "alice")) == 2
     assert await service.message_deleted("m1") == 1
@@ -252,7 +254,7 @@ async def test_gemini_failing_leaves_messages_pending_until_it_answers(
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
     llm.fail_with = ModelError("Gemini is overloaded", purpose=Purpose.EXTRACT, status=503, retryable=True)
-    service.capture(msg("m1", "alice", "I am learning Welsh"), guild_id=100)
+    service.capture(msg("m1", "alice", "I am learning Welsh"), guild_id="100")
     with pytest.raises(ModelError):
         await service.flush_now()
     assert await pending(service) == ["I am learning Welsh"]
@@ -285,7 +287,7 @@ async def wait_until(predicate: Any, timeout: float = 5.0) -> None:
 
 async def test_a_quiet_channel_flushes_by_itself(quick_service: tuple[MemoryService, FakeLLM]) -> None:
     service, llm = quick_service
-    service.capture(msg("m1", "alice", "I brew my own beer"), guild_id=100)
+    service.capture(msg("m1", "alice", "I brew my own beer"), guild_id="100")
     await asyncio.sleep(0.15)
     assert llm.calls == []  # not quiet long enough yet
 
@@ -301,7 +303,7 @@ async def test_a_large_buffer_flushes_before_it_goes_quiet(
     service, llm = quick_service
     service.capture_buffer.policy = FlushPolicy(60, 3, 3600, 2, 0.05)
     for i in range(7):
-        service.capture(msg(f"m{i}", "alice", f"fact number {i}"), guild_id=100)
+        service.capture(msg(f"m{i}", "alice", f"fact number {i}"), guild_id="100")
 
     async def two_chunks() -> bool:
         return llm.count(Purpose.EXTRACT) >= 2
@@ -323,7 +325,7 @@ async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
     first = MemoryService(store, FakeLLM(), FakeEmbedder(), memory_policy(settings))
     first.capture_buffer.policy = FlushPolicy(3600, 50, 3600, 2, 0.05)
     await first.start()
-    first.capture(msg("m1", "alice", "I was captured before a restart"), guild_id=100)
+    first.capture(msg("m1", "alice", "I was captured before a restart"), guild_id="100")
     await first.close()
 
     store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
@@ -361,7 +363,7 @@ async def flush_held_at_gemini(
     llm.handlers[Purpose.EXTRACT] = echo_extractor
     entered, release = hold_gemini(llm)
     for message in messages:
-        service.capture(message, guild_id=100)
+        service.capture(message, guild_id="100")
     flush = asyncio.create_task(service.flush_now())
     await asyncio.wait_for(entered.wait(), timeout=5)
     return flush, release
@@ -398,11 +400,11 @@ async def test_a_message_edited_while_its_flush_waits_is_learned_from_its_new_te
 
 
 async def test_deleting_a_message_drops_the_bots_buffered_reply_to_it(service: MemoryService) -> None:
-    service.capture(msg("m1", "alice", "my address is 12 Elm Street"), guild_id=100)
+    service.capture(msg("m1", "alice", "my address is 12 Elm Street"), guild_id="100")
     reply = replace(msg("b1", "bot", "Near 12 Elm Street there is a park"), is_bot=True, reply_to="m1")
-    service.capture(reply, guild_id=100)
+    service.capture(reply, guild_id="100")
     other = replace(msg("b2", "bot", "Hello Bob"), is_bot=True, reply_to="m9")
-    service.capture(other, guild_id=100)
+    service.capture(other, guild_id="100")
     await service.capture_buffer.wait_written()
     await service.message_deleted("m1")
     assert await pending(service) == ["Hello Bob"]
@@ -411,9 +413,9 @@ async def test_deleting_a_message_drops_the_bots_buffered_reply_to_it(service: M
 async def test_the_bots_turns_left_without_anyones_messages_are_dropped_at_start(
     service: MemoryService,
 ) -> None:
-    service.capture(replace(msg("b1", "bot", "Near 12 Elm Street"), is_bot=True), guild_id=100)
-    service.capture(replace(msg("b2", "bot", "Welcome", channel="c2"), is_bot=True), guild_id=100)
-    service.capture(msg("m3", "bob", "I collect vinyl", channel="c2"), guild_id=100)
+    service.capture(replace(msg("b1", "bot", "Near 12 Elm Street"), is_bot=True), guild_id="100")
+    service.capture(replace(msg("b2", "bot", "Welcome", channel="c2"), is_bot=True), guild_id="100")
+    service.capture(msg("m3", "bob", "I collect vinyl", channel="c2"), guild_id="100")
     await service.capture_buffer.wait_written()
     assert await service.store.call(Store.drop_lone_bot_turns) == 1
     assert await pending(service) == []
@@ -429,7 +431,7 @@ async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffer
     entered, release = hold_gemini(llm)
     await service.start()
     for channel in ("c1", "c2", "c3"):
-        service.capture(msg(f"m-{channel}", "alice", f"I post in {channel}", channel=channel), guild_id=100)
+        service.capture(msg(f"m-{channel}", "alice", f"I post in {channel}", channel=channel), guild_id="100")
     await asyncio.wait_for(entered.wait(), timeout=5)  # one flush runs, the others wait for the slot
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -458,7 +460,7 @@ async def test_a_message_gemini_refuses_to_read_is_skipped_and_the_rest_still_le
     events: list[MemoryEvent] = []
     service.add_listener(events.append)
     for i, text in enumerate(["I live in Oslo", "I like tea", "here are the lyrics: ...", "I run"]):
-        service.capture(msg(f"m{i}", "alice" if i % 2 else "bob", text), guild_id=100)
+        service.capture(msg(f"m{i}", "alice" if i % 2 else "bob", text), guild_id="100")
     await service.flush_now()
     learned = [f.text for f in await service.list_facts(SCOPE, "bob")]
     learned += [f.text for f in await service.list_facts(SCOPE, "alice")]
@@ -472,7 +474,7 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
 ) -> None:
     events: list[MemoryEvent] = []
     service.add_listener(events.append)
-    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
     await service.capture_buffer.wait_written()
     llm.fail_with = ModelError("Gemini is down", purpose=Purpose.EXTRACT, status=503, retryable=True)
     for _ in range(MAX_BAD_ANSWERS + 1):
@@ -480,7 +482,7 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
             await service.flush_channel("c1")
     assert await pending(service) == ["I live in Oslo"]  # an outage never costs messages
 
-    service.capture(msg("m2", "alice", "I like tea", channel="c2"), guild_id=100)
+    service.capture(msg("m2", "alice", "I like tea", channel="c2"), guild_id="100")
     await service.capture_buffer.wait_written()
     for _ in range(MAX_BAD_ANSWERS - 1):  # outages first: they must not count towards the limit
         with pytest.raises(ModelError):
@@ -499,12 +501,12 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
 async def test_a_switch_made_before_a_queued_message_is_written_still_applies_to_it(
     service: MemoryService,
 ) -> None:
-    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
-    service.capture(msg("m2", "alice", "I collect coins", channel="c2"), guild_id=100)
-    service.capture(msg("m3", "carol", "I collect shells"), guild_id=100)
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")
+    service.capture(msg("m2", "alice", "I collect coins", channel="c2"), guild_id="100")
+    service.capture(msg("m3", "carol", "I collect shells"), guild_id="100")
     # No await since the captures: the writer has not run. Another task opts bob out, ignores c2.
     service._opted_out.add((SCOPE, "bob"))
-    service._guilds["100"] = replace(service.guild(100), ignored_channel_ids={"c2"})
+    service._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c2"})
     assert await pending(service) == ["I collect shells"]
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
 
@@ -526,10 +528,10 @@ def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> Non
 async def test_a_failed_write_retries_only_what_did_not_commit(
     service: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service.capture(msg("m2", "alice", "I like tea"), guild_id=100)
+    service.capture(msg("m2", "alice", "I like tea"), guild_id="100")
     await service.capture_buffer.wait_written()
     fail_once(monkeypatch, "update_pending_message")
-    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")
     await service.message_edited("m2", "I like green tea")  # same batch: the add commits, the edit fails
     await asyncio.sleep(0.3)
     await service.store.call(Store.delete_pending_messages, ["m1"])  # a flush took m1 meanwhile
@@ -542,7 +544,7 @@ async def test_a_forget_all_holds_even_when_queued_messages_are_written_late(
 ) -> None:
     monkeypatch.setattr(service_module, "SETTLE_SECONDS", 0.2)
     fail_once(monkeypatch, "buffer_messages", times=2)  # the writer is stuck for about two seconds
-    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
     await asyncio.sleep(0.05)
     await service.forget(SCOPE, "alice", None)
     await service.capture_buffer.wait_written()
@@ -553,7 +555,7 @@ async def test_a_deletion_survives_a_failed_write_and_an_opt_out_failure_changes
     service: MemoryService, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm.handlers[Purpose.EXTRACT] = echo_extractor
-    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id=100)
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
     await service.flush_now()
     fail_once(monkeypatch, "forget_message")
     assert await service.message_deleted("m1") == 1
@@ -569,9 +571,9 @@ async def test_a_row_that_can_never_be_written_is_dropped_alone_and_capture_goes
 ) -> None:
     # Bypassing capture()'s cleaning: a lone surrogate is text SQLite cannot store, however often tried.
     service.capture_buffer.submit(msg("bad", "alice", "I live in Os\ud800lo"))
-    service.capture(msg("m1", "bob", "I collect stamps"), guild_id=100)
+    service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")
     service.capture_buffer.edit("m1", "I collect old\udfff stamps")  # an edit that can never be applied
-    service.capture(msg("m2", "carol", "I collect shells"), guild_id=100)
+    service.capture(msg("m2", "carol", "I collect shells"), guild_id="100")
     with caplog.at_level(logging.ERROR, logger="bot.memory.capture"):
         await asyncio.wait_for(service.capture_buffer.wait_written(), 3)
     assert await pending(service) == ["I collect stamps", "I collect shells"]
@@ -605,8 +607,8 @@ async def test_a_quiet_flush_waits_for_a_chunk_worth_a_call_and_age_is_the_backs
     clocked_service: tuple[MemoryService, FakeLLM, list[float]],
 ) -> None:
     service, llm, now = clocked_service
-    service.capture(msg("m1", "alice", "I keep bees"), guild_id=100)
-    service.capture(msg("m2", "bob", "I sing in a choir"), guild_id=100)
+    service.capture(msg("m1", "alice", "I keep bees"), guild_id="100")
+    service.capture(msg("m2", "bob", "I sing in a choir"), guild_id="100")
     await service.capture_buffer.wait_written()
     await at(now, 300)  # quiet for five minutes, but two messages are not worth a call yet
     assert llm.count(Purpose.EXTRACT) == 0
@@ -624,10 +626,10 @@ async def test_quiet_channels_every_member_reads_share_one_call_and_keep_their_c
 ) -> None:
     service, llm, now = clocked_service
     service.share_calls_between(lambda channel_id: channel_id != "staff")
-    service.capture(msg("m1", "alice", "I keep bees", channel="c1"), guild_id=100)
-    service.capture(msg("m2", "bob", "I sing in a choir", channel="c1"), guild_id=100)
-    service.capture(msg("m3", "carol", "I restore old radios", channel="c2"), guild_id=100)
-    service.capture(msg("m4", "dave", "I am moving to Oslo", channel="staff"), guild_id=100)
+    service.capture(msg("m1", "alice", "I keep bees", channel="c1"), guild_id="100")
+    service.capture(msg("m2", "bob", "I sing in a choir", channel="c1"), guild_id="100")
+    service.capture(msg("m3", "carol", "I restore old radios", channel="c2"), guild_id="100")
+    service.capture(msg("m4", "dave", "I am moving to Oslo", channel="staff"), guild_id="100")
     await service.capture_buffer.wait_written()
     await at(now, 90)
 

@@ -39,7 +39,7 @@ def facts_from(*items: tuple[str, str, list[str]]) -> Any:
 
 async def capture_and_flush(service: MemoryService, *messages: BufferedMessage) -> None:
     for m in messages:
-        assert service.capture(m, guild_id=100)
+        assert service.capture(m, guild_id="100")
     await service.flush_now()
 
 
@@ -360,7 +360,7 @@ async def test_two_concurrent_flushes_for_the_same_person_serialise(
 
     llm.handlers[Purpose.CONSOLIDATE] = invalidate_first
     for channel in ("c1", "c2"):
-        service.capture(msg(f"m-{channel}", "alice", channel, channel=channel), guild_id=100)
+        service.capture(msg(f"m-{channel}", "alice", channel, channel=channel), guild_id="100")
     await service.capture_buffer.wait_written()
     await asyncio.gather(service.flush_channel("c1"), service.flush_channel("c2"))
     assert max(overlaps) == 1

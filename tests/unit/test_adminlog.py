@@ -283,9 +283,9 @@ async def test_forgetting_through_the_service_never_logs_the_fact_text(service: 
     scope = f"guild:{GUILD}"
     secrets = ["Alice's password hint is swordfish", "Alice was diagnosed with a rare condition"]
     await service.import_facts([NewFact(scope, "5", "Alice", text, ["m1"]) for text in secrets])
-    first, _ = await service.list_facts(scope, 5)
-    assert await service.forget(scope, 5, [first.id]) == 1
-    assert await service.forget(scope, 5, None, actor="6") == 1
+    first, _ = await service.list_facts(scope, "5")
+    assert await service.forget(scope, "5", [first.id]) == 1
+    assert await service.forget(scope, "5", None, actor="6") == 1
     await log.stop(timeout=1)
     posted = "\n".join(c for _, c, _ in channel.sent)
     assert posted == "Forgot 1 fact of Alice.\nForgot 1 fact of Alice (everything, by Bob)."
