@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
@@ -29,6 +29,9 @@ from bot.memory.recall import Audience, Participant
 from bot.memory.text import clean, worth_reading
 from bot.storage import Store
 from bot.storage.connection import DatabaseError, describe_error, sqlite_errors
+
+if TYPE_CHECKING:
+    from bot.memory.service import MemoryService
 
 EXIT_PROBLEM = 1
 DATABASE_ERRORS: tuple[type[Exception], ...] = (DatabaseError, *sqlite_errors())
@@ -549,37 +552,17 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _not_yet_known(
-    service: Any, lines: list[tuple[int, NewFact]], report: ImportReport
+    service: MemoryService, lines: list[tuple[int, NewFact]], report: ImportReport
 ) -> list[NewFact]:
-    """The facts to import: without those already held (or repeated in the file) and of opted-out people.
-
-    "Already held" includes facts superseded since, so running a file again never revives old statements.
-    """
-    opted_out = await service.store.call(Storage.opted_out)
-    texts: dict[tuple[str, str], list[str]] = {}
-    for _, fact in lines:
-        texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
-    known: dict[tuple[str, str], set[str]] = {}
-    for owner, owned in texts.items():
-        if owner not in opted_out:
-            known[owner] = set(
-                await service.store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
-            )
-    fresh: list[NewFact] = []
-    for number, fact in lines:
-        owner, key = (fact.scope, fact.user_id), fact.text.casefold()
-        if owner in opted_out:
-            report.opted_out_lines.append(number)
-        elif key in known[owner]:
-            report.duplicate_lines.append(number)
-        else:
-            known[owner].add(key)
-            fresh.append(fact)
-    return fresh
+    """The facts to import (the engine sorts them), with the line numbers of the rest in the report."""
+    triage = await service.sort_for_import([fact for _, fact in lines])
+    report.opted_out_lines += [lines[i][0] for i in triage.opted_out]
+    report.duplicate_lines += [lines[i][0] for i in triage.known]
+    return [lines[i][1] for i in triage.new]
 
 
 async def _import_batches(
-    service: Any, facts: list[NewFact], consolidate: bool, report: ImportReport
+    service: MemoryService, facts: list[NewFact], consolidate: bool, report: ImportReport
 ) -> None:
     """Import in batches; each batch is stored in one transaction, so `report.imported` is what landed."""
     for start in range(0, len(facts), IMPORT_BATCH):

@@ -11,7 +11,7 @@ import json
 import logging
 import statistics
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.memory.capture import CaptureBuffer
@@ -53,6 +53,15 @@ SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to
 
 
 Listener = Callable[[MemoryEvent], None]
+
+
+@dataclass
+class ImportTriage:
+    """Indexes into a list of facts to import: new ones, ones memory holds already, opted-out people's."""
+
+    new: list[int] = field(default_factory=list)
+    known: list[int] = field(default_factory=list)
+    opted_out: list[int] = field(default_factory=list)
 
 
 class MemoryService:
@@ -516,6 +525,31 @@ class MemoryService:
         return stats
 
     # ---- import ----------------------------------------------------------------------------------------
+
+    async def sort_for_import(self, facts: list[NewFact]) -> ImportTriage:
+        """Which of `facts` (by their place in the list) to import: not those of opted-out people, nor
+        those memory already holds or the list repeats. "Already holds" counts facts superseded since,
+        so importing a file again never revives old statements."""
+        opted_out = await self.store.call(Storage.opted_out)
+        texts: dict[tuple[str, str], list[str]] = {}
+        for fact in facts:
+            texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
+        known: dict[tuple[str, str], set[str]] = {}
+        for owner, owned in texts.items():
+            if owner not in opted_out:
+                held = await self.store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
+                known[owner] = set(held)
+        triage = ImportTriage()
+        for index, fact in enumerate(facts):
+            owner, key = (fact.scope, fact.user_id), fact.text.casefold()
+            if owner in opted_out:
+                triage.opted_out.append(index)
+            elif key in known[owner]:
+                triage.known.append(index)
+            else:
+                known[owner].add(key)
+                triage.new.append(index)
+        return triage
 
     async def import_facts(
         self, facts: list[NewFact], *, consolidate: bool = False

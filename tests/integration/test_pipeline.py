@@ -507,3 +507,21 @@ async def test_a_decision_that_would_lose_what_the_new_fact_changes_is_corrected
     await capture_and_flush(service, msg("m1", "alice", "news"))
     assert llm.count(Purpose.CONSOLIDATE) == 1
     assert active_texts(service.store.sync, "alice") == active
+
+
+async def test_the_engine_sorts_an_import_into_new_known_and_opted_out(
+    service: MemoryService, embedder: FakeEmbedder
+) -> None:
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    await service.store.call(Store.forget, SCOPE, "alice", [old], actor="test")
+    await seed(service, "alice", "Alice keeps bees", unit(1.0), embedder)
+    await service.set_opt_out(SCOPE, "bob", True)
+    facts = [
+        NewFact(SCOPE, "alice", "Alice", "Alice keeps bees", []),  # held already
+        NewFact(SCOPE, "alice", "Alice", "Alice plays chess", []),  # new
+        NewFact(SCOPE, "bob", "Bob", "Bob sings", []),  # opted out
+        NewFact(SCOPE, "alice", "Alice", "alice plays chess", []),  # the list repeats it
+        NewFact(SCOPE, "alice", "Alice", "Alice lives in Paris", []),  # forgotten: new again
+    ]
+    triage = await service.sort_for_import(facts)
+    assert (triage.new, triage.known, triage.opted_out) == ([1, 4], [0, 3], [2])
