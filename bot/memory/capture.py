@@ -8,8 +8,8 @@ the same queue, so they apply in order even to messages not yet written.
 A channel flushes when it grows past a size, gets old, or goes quiet with enough said in its server
 (or DMs) to be worth a call: a quiet flush of two messages costs as much as one of fifty. When a
 channel flushes, the other channels of its scope with buffered messages join it in one extraction
-call, up to the chunk size, where the bot says their readers are the same (`shareable`), so a server whose talk is spread over quiet channels pays for one call
-where it paid for one per channel. Failed flushes leave the messages in the buffer and back off; on
+call, up to the chunk size, where the bot says their readers are the same (`shareable`), so a server
+whose talk is spread over quiet channels pays for one call where it paid for one per channel. Failed flushes leave the messages in the buffer and back off; on
 start-up whatever is overdue flushes first.
 """
 

@@ -25,10 +25,9 @@ from bot.memory.prompts import (
     ConsolidationResult,
     consolidation_prompt,
 )
-from bot.memory.text import clean, content_words, fold, worth_reading
+from bot.memory.text import clean, content_words, fold, folded_words, worth_reading
 
 log = logging.getLogger(__name__)
-_WORDS = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
@@ -332,7 +331,7 @@ TURNING_WORDS = frozenset(
 
 
 def turning_words(text: str) -> set[str]:
-    return {w for w in _WORDS.findall(fold(text)) if w in TURNING_WORDS}
+    return folded_words(text) & TURNING_WORDS
 
 
 def settled_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Operation | None:
@@ -349,8 +348,9 @@ def settled_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Ope
     new_words = content_words(fact.text) - names
     if not new_words:
         return None
+    turning = turning_words(fact.text)
     for known, _ in candidates:
-        if turning_words(fact.text) != turning_words(known.text):
+        if turning != turning_words(known.text):
             return None
         old_words = content_words(known.text) - names
         if new_words <= old_words:
@@ -380,8 +380,7 @@ def change_verdict(decision: Decision, old: str, new: str, name: str = "") -> De
     None: the decision stands. Small models answered MERGE or DUPLICATE for most replacements
     (bench/quality.py).
     """
-    new_words = set(_WORDS.findall(fold(new)))
-    old_words = set(_WORDS.findall(fold(old)))
+    new_words, old_words = folded_words(new), folded_words(old)
     changed = (new_words & CHANGE_WORDS) - old_words
     if decision is Decision.MERGE:
         return Decision.INVALIDATE if changed and not new_words & ADDITION_WORDS else None
@@ -393,8 +392,8 @@ def change_verdict(decision: Decision, old: str, new: str, name: str = "") -> De
 def _names_and_numbers(text: str, name: str) -> set[str]:
     """Folded words of `text` that name something (capitalised after the first word) or hold a digit,
     the person's own name aside: what a paraphrase keeps and new information brings."""
-    own = {fold(w) for w in _WORDS.findall(name)}
-    words = _WORDS.findall(text)
+    own = folded_words(name)
+    words = re.findall(r"\w+", text)
     return {
         fold(w)
         for i, w in enumerate(words)

@@ -10,7 +10,6 @@ finances, contact data ...) are never kept from ordinary chat: only when their o
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -25,11 +24,17 @@ from bot.memory.prompts import (
     extraction_prompt,
     remember_prompt,
 )
-from bot.memory.text import clean, content_words, fold, strip_background_blocks, worth_reading
+from bot.memory.text import (
+    clean,
+    content_words,
+    fold,
+    folded_words,
+    strip_background_blocks,
+    worth_reading,
+)
 from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
-_WORDS = re.compile(r"\w+", re.UNICODE)
 
 MAX_FACT_CHARS = 500
 # A chunk is at most 50 messages by default; an answer with thousands of facts is a model run away, and
@@ -172,8 +177,8 @@ FIRST_PERSON = frozenset(
 def _about_owner(text: str, names: tuple[str, ...]) -> bool:
     """Whether a fact names its owner or speaks as them: a copied "the weather is wild today" or
     "apparently Ben is moving" (about nobody, or someone else) is no fact about the speaker."""
-    words = set(_WORDS.findall(fold(text)))
-    own = {w for name in names for w in _WORDS.findall(fold(name))}
+    words = folded_words(text)
+    own = set().union(*(folded_words(name) for name in names))
     return bool(words & own) or bool(words & FIRST_PERSON)
 
 

@@ -94,6 +94,11 @@ def stem(word: str) -> str:
     return word
 
 
+def folded_words(text: str) -> set[str]:
+    """The words of a text, folded: what the engine's word checks compare."""
+    return set(_WORDS.findall(fold(text)))
+
+
 def content_words(text: str) -> set[str]:
     """The informative words of a text, folded and cut to five letters, so that "lives"/"living" or
     "Zürich"/"zurich" meet: what attribution compares between a fact and the messages behind it."""
