@@ -53,7 +53,7 @@ def machine() -> dict[str, Any]:
         pass
     versions: dict[str, str] = {"python": platform.python_version()}
     try:
-        from bot.storage.connection import connect
+        from bot.storage.sqlite.connection import connect
 
         conn = connect(":memory:")
         versions["sqlite"], versions["sqlite_vec"] = conn.execute(

@@ -47,7 +47,7 @@ from bot.memory.models import NewFact
 from bot.memory.recall import CONTEXT_WEIGHT, KEYWORD_WEIGHT, blend, search_people
 from bot.memory.text import fold
 from bot.storage import Store
-from bot.storage.search import keyword_query, keyword_terms
+from bot.storage.sqlite.search import keyword_query, keyword_terms
 
 SCOPE = "guild:616161"
 K = 5

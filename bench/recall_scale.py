@@ -36,7 +36,7 @@ from bot.config import Settings
 from bot.memory.models import Fact, NewFact
 from bot.memory.recall import fuse, search_people
 from bot.storage import Store
-from bot.storage.connection import connect
+from bot.storage.sqlite.connection import connect
 
 GENERATOR_VERSION = 1
 SEED = 20_260_301

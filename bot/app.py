@@ -12,9 +12,12 @@ from typing import TypeVar
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.capture import FlushPolicy
+from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
+from bot.memory.ports import ModelError
 from bot.memory.service import MemoryService
-from bot.storage import AsyncStore
+from bot.storage import AsyncStore, DatabaseError
+from bot.storage.locations import backend_for
 
 P = TypeVar("P")
 
@@ -39,12 +42,20 @@ def _fields(policy: type[P], settings: Settings, prefix: str) -> P:
     return policy(**values)
 
 
-async def open_store(settings: Settings) -> AsyncStore:
-    """The database the settings name, checked against their embedding model (not yet serving)."""
+def failures(settings: Settings) -> tuple[type[Exception], ...]:
+    """Every error that means Gemini or the database failed (ours and the backend driver's): reported in
+    one line (`failure_line`), never as a traceback."""
+    return (ModelError, DatabaseError, *backend_for(settings.database_path).errors)
+
+
+async def open_store(settings: Settings, *, allow_model_change: bool = False) -> AsyncStore:
+    """The database the settings name, checked against their embedding model (unless a model change is
+    allowed: listing and forgetting work whatever the embedding state)."""
     return await AsyncStore.open(
         settings.database_path,
         embedding_model=settings.embedding_model,
         dimensions=settings.embedding_dimensions,
+        allow_model_change=allow_model_change,
     )
 
 
@@ -54,3 +65,23 @@ async def open_memory(settings: Settings, gemini: GeminiClient | None = None) ->
     store = await open_store(settings)
     gemini = gemini or GeminiClient.from_settings(settings)
     return MemoryService(store, gemini, gemini, memory_policy(settings), usage=gemini.usage.snapshot)
+
+
+async def open_maintenance(settings: Settings, *, embedder: GeminiClient | None = None) -> Maintenance:
+    """The operator's use cases on the settings' database, whatever its embedding state; `embedder` for
+    re-embedding only."""
+    return Maintenance(await open_store(settings, allow_model_change=True), embedder)
+
+
+def database_exists(settings: Settings) -> bool:
+    """Whether there is a database to read (commands that only read must not create an empty one)."""
+    return backend_for(settings.database_path).exists(str(settings.database_path))
+
+
+def failure_line(settings: Settings, exc: BaseException) -> str:
+    """One line for a Gemini or database failure, naming which of the two failed."""
+    if isinstance(exc, ModelError):
+        return f"Gemini: {exc}"
+    where = str(settings.database_path)
+    text = str(exc) if isinstance(exc, DatabaseError) else backend_for(where).describe(where, exc)
+    return text if where in text else f"database {where}: {text}"

@@ -19,23 +19,23 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.app import database_exists, failure_line, failures, open_maintenance, open_memory, open_store
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.extract import MAX_FACT_CHARS
-from bot.memory.models import Decision, FactStatus, NewFact, is_discord_id, valid_scope
+from bot.memory.maintenance import Maintenance
+from bot.memory.models import Decision, Fact, NewFact, is_discord_id, valid_scope
 from bot.memory.portable import fact_record, read_sources
-from bot.memory.ports import ModelError, Storage
+from bot.memory.ports import ModelError
 from bot.memory.recall import Audience, Participant
 from bot.memory.text import clean, worth_reading
-from bot.storage import Store
-from bot.storage.connection import DatabaseError, describe_error, sqlite_errors
 
 if TYPE_CHECKING:
     from bot.memory.service import MemoryService
 
+log = logging.getLogger(__name__)
+
 EXIT_PROBLEM = 1
-DATABASE_ERRORS: tuple[type[Exception], ...] = (DatabaseError, *sqlite_errors())
-FAILURES: tuple[type[Exception], ...] = (ModelError, *DATABASE_ERRORS)  # reported in one line, no traceback
 IMPORT_BATCH = 100
 RECALL_BATCH = 100  # queries of a --queries file embedded in one Gemini request
 CONSOLIDATED = {
@@ -187,7 +187,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _dispatch(command, settings, args)
     except CliError as exc:
         return _report(exc.lines)
-    except FAILURES as exc:
+    except failures(settings) as exc:
         return _report([failure_line(settings, exc)])
     except KeyboardInterrupt:
         return 130
@@ -205,17 +205,8 @@ def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int
     if command == "recall":
         return asyncio.run(cmd_recall(settings, args))
     if command == "stats":
-        return cmd_stats(settings, args)
+        return asyncio.run(cmd_stats(settings, args))
     return asyncio.run(cmd_reembed(settings, args))
-
-
-def failure_line(settings: Settings, exc: BaseException) -> str:
-    """One line for a Gemini or database failure, naming which of the two failed."""
-    if isinstance(exc, ModelError):
-        return f"Gemini: {exc}"
-    path = str(settings.database_path)
-    text = str(exc) if isinstance(exc, DatabaseError) else describe_error(path, exc)
-    return text if path in text else f"database {path}: {text}"
 
 
 def _report(lines: list[str]) -> int:
@@ -234,41 +225,37 @@ def _emit(args: argparse.Namespace, data: Any, human: Iterator[str] | list[str])
 
 def require_database(settings: Settings) -> None:
     """Commands that only read (or delete) must not leave an empty database behind a mistyped path."""
-    if not settings.database_path.exists():
+    if not database_exists(settings):
         raise CliError(f"no database at {settings.database_path} (run the bot or facts import first)")
 
 
-def _open_store(settings: Settings) -> Store:
-    """The database for commands that never search vectors (list, forget, stats).
+async def _maintenance(settings: Settings) -> Maintenance:
+    """The database for commands that never search vectors (list, forget, export, stats).
 
     They work whatever the embedding state, so a deletion request never waits for a re-embedding.
     """
     require_database(settings)
-    return Store.open(
-        settings.database_path,
-        embedding_model=settings.embedding_model,
-        dimensions=settings.embedding_dimensions,
-        allow_model_change=True,
-    )
+    return await open_maintenance(settings)
 
 
 # ---- check --------------------------------------------------------------------------------------------
+
+
+async def database_health(settings: Settings) -> dict[str, Any]:
+    """The database's health, opened as the bot opens it (so `check` creates it on a first run)."""
+    store = await open_store(settings)
+    try:
+        return await Maintenance(store).health()
+    finally:
+        await store.close()
 
 
 def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     problems = settings.missing("discord_token", "gemini_api_key")
     database: dict[str, Any] = {"path": str(settings.database_path)}
     try:
-        store = Store.open(  # check creates the database on a first run, as the bot would
-            settings.database_path,
-            embedding_model=settings.embedding_model,
-            dimensions=settings.embedding_dimensions,
-        )
-        try:
-            database.update(store.health(), ok=True)
-        finally:
-            store.close()
-    except DATABASE_ERRORS as exc:
+        database.update(asyncio.run(database_health(settings)), ok=True)
+    except failures(settings) as exc:
         problem = failure_line(settings, exc)
         database.update(ok=False, error=problem)
         problems.append(problem)
@@ -285,8 +272,7 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     human = [f"{k} = {v}" for k, v in report["settings"].items()]
     if database.get("ok"):
         human.append(
-            f"database OK: {database['path']} (SQLite {database['sqlite_version']}, sqlite-vec "
-            f"{database['sqlite_vec_version']}, FTS5, {database['embedding_model']} at "
+            f"database OK: {database['path']} ({database['description']}, {database['embedding_model']} at "
             f"{database['embedding_dimensions']} dimensions)"
         )
     human += [f"{service}: OK ({verdict['detail']})" for service, verdict in online.items() if verdict["ok"]]
@@ -359,12 +345,12 @@ def _fact_json(fact: Any) -> dict[str, Any]:
 async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
     if args.facts_command == "import":
         return await cmd_import(settings, args)
-    store = _open_store(settings)
+    memory = await _maintenance(settings)
     try:
         if args.facts_command == "export":
-            return export_facts(store, args)
+            return write_export(await memory.export(args.scope, args.user), args)
         if args.facts_command == "list":
-            facts = store.list_facts(args.scope, args.user, all_statuses=args.all_statuses, limit=1_000_000)
+            facts = await memory.list_facts(args.scope, args.user, all_statuses=args.all_statuses)
             _emit(
                 args,
                 [_fact_json(f) for f in facts],
@@ -372,20 +358,18 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
             )
             return 0
         ids = None if args.all else [args.fact_id]
-        count = store.forget(args.scope, args.user, ids, actor="cli")
+        count = await memory.forget(args.scope, args.user, ids, actor="cli")
         if ids and not count:
             raise CliError(f"no fact #{args.fact_id} for user {args.user} in {args.scope}")
         _emit(args, {"forgotten": count}, [f"forgot {count} fact(s)"])
         return 0
     finally:
-        store.close()
+        await memory.close()
 
 
-def export_facts(store: Store, args: argparse.Namespace) -> int:
-    """JSONL of the active facts, one per line, with names; says how many on stderr."""
-    facts = [f for f in store.export_facts(args.scope, args.user) if f.status is FactStatus.ACTIVE]
-    names = store.user_names(args.scope, {f.user_id for f in facts})
-    lines = [json.dumps(fact_record(f, names.get(f.user_id, "")), ensure_ascii=False) for f in facts]
+def write_export(facts: list[tuple[Fact, str]], args: argparse.Namespace) -> int:
+    """JSONL of the (fact, owner's name) pairs, one per line; says how many on stderr."""
+    lines = [json.dumps(fact_record(fact, name), ensure_ascii=False) for fact, name in facts]
     text = "".join(line + "\n" for line in lines)
     if args.output is None:
         sys.stdout.write(text)
@@ -534,14 +518,12 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing, "facts import embeds every fact with Gemini")
-    from bot.app import open_memory
-
     report = ImportReport(read=len(lines), bad_lines=problems)
     service = await open_memory(settings)
     try:
         fresh = await _not_yet_known(service, lines, report)
         await _import_batches(service, fresh, args.consolidate, report)
-    except FAILURES as exc:
+    except failures(settings) as exc:
         report.error = failure_line(settings, exc)
     finally:
         await service.close(record_usage=False)
@@ -578,7 +560,7 @@ async def _import_batches(
                 report.decisions["DUPLICATE"] += len(batch) - len(result)
         for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
             fact.embedding = None
-        logging.getLogger(__name__).debug("imported %d of %d new facts", report.imported, len(facts))
+        log.debug("imported %d of %d new facts", report.imported, len(facts))
 
 
 # ---- recall -------------------------------------------------------------------------------------------
@@ -593,8 +575,6 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
         raise CliError(*missing, "recall embeds the query with Gemini")
     if args.limit is not None:
         settings = replace(settings, recall_facts_per_person=args.limit)
-    from bot.app import open_memory
-
     service = await open_memory(settings)
     bad_lines = 0
     try:
@@ -612,7 +592,7 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
 async def _recall_one(
     service: Any, scope: str, users: list[str], query: str, vector: list[float] | None = None
 ) -> dict[str, Any]:
-    names = await service.store.call(Storage.user_names, scope, users)
+    names = await service.names(scope, users)
     people = [Participant(str(u), names.get(str(u), "")) for u in users]
     result = await service.recall(
         scope, people, query, audience=Audience.operator(), count_retrievals=False, vector=vector
@@ -688,9 +668,7 @@ async def _answer_group(
     service: Any, group: list[tuple[int, tuple[str, list[str], str] | ValueError]]
 ) -> None:
     queries = sorted({r[2].strip() for _, r in group if not isinstance(r, ValueError) and r[2].strip()})
-    vectors = (
-        dict(zip(queries, await service.embedder.embed(queries, "query"), strict=True)) if queries else {}
-    )
+    vectors = dict(zip(queries, await service.embed_queries(queries), strict=True)) if queries else {}
     for number, request in group:
         if isinstance(request, ValueError):
             print(json.dumps({"line": number, "error": str(request)}), flush=True)
@@ -704,14 +682,12 @@ async def _answer_group(
 # ---- stats and reembed ----------------------------------------------------------------------------------
 
 
-def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
-    store = _open_store(settings)
+async def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
+    memory = await _maintenance(settings)
     try:
-        stats = store.stats()
-        usage = store.get_state("gemini_usage")
+        stats = await memory.stats()
     finally:
-        store.close()
-    stats["gemini_usage_last_run"] = json.loads(usage) if usage else None
+        await memory.close()
     facts = stats["facts"]
     _emit(
         args,
@@ -732,47 +708,46 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing)
-    from bot.llm.gemini import GeminiClient
-
-    store = Store.open(
-        settings.database_path,
-        embedding_model=settings.embedding_model,
-        dimensions=settings.embedding_dimensions,
-        allow_model_change=True,
-    )
-    target = (settings.embedding_model, settings.embedding_dimensions)
-    if not args.force and not store.reembed_unfinished() and store.embedding_meta() == target:
-        store.close()
+    client = GeminiClient.from_settings(settings)
+    try:
+        memory = await open_maintenance(settings, embedder=client)
+        try:
+            result = await memory.reembed(
+                settings.embedding_model,
+                settings.embedding_dimensions,
+                batch=args.batch,
+                force=args.force,
+                progress=lambda done, last: log.info("re-embedded %d facts (up to #%d)", done, last),
+            )
+        finally:
+            await memory.close()
+    finally:
+        await client.aclose()
+    target = f"{settings.embedding_model} at {settings.embedding_dimensions} dimensions"
+    if result.up_to_date:
         _emit(
             args,
             {"reembedded": 0, "model": settings.embedding_model, "up_to_date": True},
-            [
-                f"the facts already use {target[0]} at {target[1]} dimensions; nothing to do "
-                "(--force re-embeds anyway)"
-            ],
+            [f"the facts already use {target}; nothing to do (--force re-embeds anyway)"],
         )
         return 0
-    client = GeminiClient.from_settings(settings)
-    done = 0
-    try:
-        after = store.begin_reembed(settings.embedding_model, settings.embedding_dimensions)
-        while batch := store.facts_to_reembed(after, args.batch):
-            vectors = await client.embed([text for _, text in batch], "document")
-            store.store_reembedded([(fid, vec) for (fid, _), vec in zip(batch, vectors, strict=True)])
-            after = batch[-1][0]
-            done += len(batch)
-            logging.getLogger(__name__).info("re-embedded %d facts (up to #%d)", done, after)
-        store.finish_reembed(settings.embedding_model, settings.embedding_dimensions)
-    except ModelError as exc:
+    if result.error:
         # Progress is saved per batch: say what landed, and that running again carries on from there.
         _emit(
             args,
-            {"reembedded": done, "model": settings.embedding_model, "error": failure_line(settings, exc)},
-            [f"re-embedded {done} facts before the failure; run `python -m bot reembed` again to continue"],
+            {
+                "reembedded": result.done,
+                "model": settings.embedding_model,
+                "error": failure_line(settings, result.error),
+            },
+            [
+                f"re-embedded {result.done} facts before the failure; run `python -m bot reembed` again to continue"
+            ],
         )
-        raise
-    finally:
-        await client.aclose()
-        store.close()
-    _emit(args, {"reembedded": done, "model": settings.embedding_model}, [f"re-embedded {done} facts"])
+        raise result.error
+    _emit(
+        args,
+        {"reembedded": result.done, "model": settings.embedding_model},
+        [f"re-embedded {result.done} facts"],
+    )
     return 0

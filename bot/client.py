@@ -21,7 +21,6 @@ from bot.app import open_memory
 from bot.audience import AudienceResolver
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.ports import Storage
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -147,7 +146,7 @@ class MemoryBot(commands.Bot):
         payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
         key = f"command_hash:{self.application_id}:{guild.id if guild else 'global'}"
-        if await self.memory.store.call(Storage.get_state, key) == digest and await self._commands_present(
+        if await self.memory.bot_state(key) == digest and await self._commands_present(
             guild, {c["name"] for c in payload}
         ):
             log.info("app commands unchanged; not syncing")
@@ -162,8 +161,8 @@ class MemoryBot(commands.Bot):
                 exc.text,
             )
             return
-        await self.memory.store.call(Storage.set_state, key, digest)
-        await self.memory.store.call(Storage.set_state, DEV_GUILD_STATE, str(guild.id) if guild else "")
+        await self.memory.set_bot_state(key, digest)
+        await self.memory.set_bot_state(DEV_GUILD_STATE, str(guild.id) if guild else "")
         log.info("synced %d app commands %s", len(synced), f"to guild {guild.id}" if guild else "globally")
 
     async def _commands_present(self, guild: discord.Object | None, names: set[str]) -> bool:
@@ -176,7 +175,7 @@ class MemoryBot(commands.Bot):
         return names <= {c.name for c in remote}
 
     async def _clear_former_dev_guild(self, guild: discord.Object | None) -> None:
-        former = await self.memory.store.call(Storage.get_state, DEV_GUILD_STATE)
+        former = await self.memory.bot_state(DEV_GUILD_STATE)
         if not former or (guild is not None and str(guild.id) == former):
             return
         target = discord.Object(id=int(former))
@@ -186,7 +185,7 @@ class MemoryBot(commands.Bot):
         except discord.HTTPException as exc:
             log.warning("could not remove the commands of former DEV_GUILD_ID %s: %s", former, exc.status)
             return
-        await self.memory.store.call(Storage.set_state, DEV_GUILD_STATE, "")
+        await self.memory.set_bot_state(DEV_GUILD_STATE, "")
         log.info("removed the app commands synced to former DEV_GUILD_ID %s", former)
 
     async def on_ready(self) -> None:

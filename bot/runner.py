@@ -12,9 +12,9 @@ import sys
 import aiohttp
 import discord
 
+from bot.app import failure_line, failures
 from bot.client import MemoryBot, point_discord_at
 from bot.config import Settings
-from bot.storage.connection import DatabaseError
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ def run_bot(settings: Settings) -> int:
     except discord.LoginFailure:
         print(f"error: {TOKEN_REJECTED}", file=sys.stderr)
         return 1
-    except DatabaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except failures(settings) as exc:
+        print(f"error: {failure_line(settings, exc)}", file=sys.stderr)
         return 1
     except (aiohttp.ClientError, OSError, discord.GatewayNotFound) as exc:
         where = settings.discord_api_base_url or "discord.com"

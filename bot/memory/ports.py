@@ -282,6 +282,32 @@ class Storage(Protocol):
 
     def stats(self, scope: str | None = None) -> dict[str, Any]: ...
 
+    # ---- the database itself: health, the embedding model, re-embedding ---------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """What `check` reports (backend, versions, schema, embedding); raises when the database is damaged."""
+        ...
+
+    def embedding_meta(self) -> tuple[str, int]:
+        """The (model, dimensions) the stored vectors were made with."""
+        ...
+
+    def reembed_unfinished(self) -> bool: ...
+
+    def begin_reembed(self, model: str, dimensions: int) -> int:
+        """Start (or resume) re-embedding into `model`; returns the last fact id already done."""
+        ...
+
+    def facts_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
+
+    def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Replace these facts' vectors and record the progress, atomically."""
+        ...
+
+    def finish_reembed(self, model: str, dimensions: int) -> None: ...
+
+    def close(self) -> None: ...
+
 
 class StorageWorker(Protocol):
     """Runs `Storage` calls off the event loop, one at a time, so each call is atomic."""

@@ -18,6 +18,7 @@ from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
+from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
     AppliedChange,
     BufferedMessage,
@@ -123,7 +124,7 @@ class MemoryService:
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
-            await self.store.call(Storage.set_state, "gemini_usage", json.dumps(self._usage(None)))
+            await self.store.call(Storage.set_state, USAGE_STATE, json.dumps(self._usage(None)))
         await self.store.close()
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:
@@ -442,6 +443,21 @@ class MemoryService:
         return await self.store.call(
             Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=limit, offset=offset
         )
+
+    async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
+        """The names people last had in a scope, by id (people never seen are left out)."""
+        return await self.store.call(Storage.user_names, scope, user_ids)
+
+    async def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Search vectors for many queries in one request (to pass to `recall(vector=...)`)."""
+        return await self.embedder.embed(texts, "query")
+
+    async def bot_state(self, key: str) -> str | None:
+        """A value the bot keeps between runs (which commands it last synced, say)."""
+        return await self.store.call(Storage.get_state, key)
+
+    async def set_bot_state(self, key: str, value: str) -> None:
+        await self.store.call(Storage.set_state, key, value)
 
     async def count_facts(self, scope: str, user_id: str) -> int:
         return await self.store.call(Storage.count_facts, scope, user_id)

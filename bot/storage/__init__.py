@@ -1,12 +1,12 @@
-"""Storage on SQLite with sqlite-vec: the only package that speaks SQL.
+"""Storage: the only package that speaks SQL.
 
-connection (driver, connect, errors, transactions) <- schema (migrations, meta) <- rows (rows to
-models) <- search, buffer, people <- facts <- store (`Store`: the parts over one connection, and the
-writes that span their tables) <- worker (`AsyncStore`: the store's own thread, for async code).
+`errors` (what every backend raises) and `worker` (`AsyncStore`: a store's own thread, for async
+code) serve the backends: `sqlite` (the embedded default, sqlite-vec) and beside it any other
+implementation of the engine's `Storage` port (bot/memory/ports.py).
 """
 
-from bot.storage.connection import DatabaseError, EmbeddingMismatchError
-from bot.storage.store import Store
+from bot.storage.errors import DatabaseError, EmbeddingMismatchError
+from bot.storage.sqlite import Store
 from bot.storage.worker import AsyncStore
 
 __all__ = ["AsyncStore", "DatabaseError", "EmbeddingMismatchError", "Store"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.storage.connection import connect
+from bot.storage.sqlite.connection import connect
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
 from tests.e2e.world import eventually

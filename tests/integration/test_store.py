@@ -9,9 +9,10 @@ import pytest
 
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
 from bot.storage import EmbeddingMismatchError, Store
-from bot.storage.connection import DatabaseError, connect
-from bot.storage.schema import MIGRATIONS, _split_sql
-from bot.storage.search import keyword_query
+from bot.storage.errors import DatabaseError
+from bot.storage.sqlite.connection import connect
+from bot.storage.sqlite.schema import MIGRATIONS, _split_sql
+from bot.storage.sqlite.search import keyword_query
 from tests.fakes import DIMS, angled, unit
 
 

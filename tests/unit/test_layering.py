@@ -19,7 +19,8 @@ def imports_of(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
+            found.add(node.module)  # and what may be submodules (`from bot.storage.sqlite import backend`)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -40,20 +41,30 @@ def test_the_engine_imports_no_storage_model_client_discord_or_settings() -> Non
 
 
 def test_storage_knows_only_the_engines_models_ports_and_text() -> None:
-    allowed = {"bot.memory.models", "bot.memory.ports", "bot.memory.text"}
-    for path in sorted((ROOT / "bot" / "storage").glob("*.py")):
-        wrong = {m for m in imports_of(path) if m.startswith("bot.") and not m.startswith("bot.storage")}
-        assert wrong <= allowed, path.name
+    allowed = ("bot.memory.models", "bot.memory.ports", "bot.memory.text")
+    for path in sorted((ROOT / "bot" / "storage").rglob("*.py")):
+        wrong = {
+            m
+            for m in imports_of(path)
+            if m.startswith("bot.") and not m.startswith(("bot.storage", *allowed))
+        }
+        assert wrong == set(), path.name
 
 
 def test_the_storage_modules_import_each_other_without_a_cycle() -> None:
+    base = ROOT / "bot" / "storage"
+
+    def name(path: Path) -> str:
+        return ".".join(path.relative_to(base).with_suffix("").parts)
+
+    modules = {name(path): path for path in base.rglob("*.py") if path.stem != "__init__"}
     graph = {
-        path.stem: {m.split(".")[2] for m in imports_of(path) if m.startswith("bot.storage.")}
-        for path in (ROOT / "bot" / "storage").glob("*.py")
-        if path.stem != "__init__"
+        module: {m.removeprefix("bot.storage.") for m in imports_of(path)} & modules.keys()
+        for module, path in modules.items()
     }
     order = list(TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
-    assert order.index("connection") < order.index("store") < order.index("worker")
+    assert order.index("sqlite.connection") < order.index("sqlite.store") < order.index("sqlite.backend")
+    assert order.index("sqlite.backend") < order.index("locations") < order.index("worker")
 
 
 def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature() -> None:
@@ -63,3 +74,12 @@ def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature(
     assert "apply_flush" in methods and "knn" in methods
     for name in methods:
         assert inspect.signature(getattr(Storage, name)) == inspect.signature(getattr(Store, name)), name
+
+
+def test_only_the_composition_root_opens_storage() -> None:
+    """The CLI, the Discord client and its cogs reach memory through the engine's use cases."""
+    outside = [p for p in sorted((ROOT / "bot").rglob("*.py")) if p.parts[-2] in ("bot", "cogs")]
+    assert len(outside) > 10
+    for path in outside:
+        if path.name != "app.py":
+            assert not any(m.startswith("bot.storage") for m in imports_of(path)), path.name

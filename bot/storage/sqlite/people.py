@@ -10,8 +10,8 @@ import sqlite3
 from collections.abc import Iterable
 
 from bot.memory.models import GuildSettings, iso, utcnow
-from bot.storage.connection import Connected
-from bot.storage.rows import guild_settings_from, select, select_one
+from bot.storage.sqlite.connection import Connected
+from bot.storage.sqlite.rows import guild_settings_from, select, select_one
 
 
 def upsert_user(conn: sqlite3.Connection, scope: str, user_id: str, name: str) -> None:

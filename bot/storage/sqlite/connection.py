@@ -14,15 +14,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from bot.storage.errors import DatabaseError
+
 log = logging.getLogger(__name__)
-
-
-class DatabaseError(Exception):
-    """The database cannot be used; the message says what to do about it."""
-
-
-class EmbeddingMismatchError(DatabaseError):
-    """The database holds vectors of another model or dimension than the one configured."""
 
 
 def _driver() -> ModuleType:

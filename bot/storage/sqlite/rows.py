@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any, NamedTuple, TypeVar
 
 from bot.memory.models import BufferedMessage, Fact, FactStatus, GuildSettings, Origin, PendingChannel, Source
-from bot.storage.connection import row_type
+from bot.storage.sqlite.connection import row_type
 
 Row = sqlite3.Row  # the driver's Row type (sqlean's or the standard one): indexed by column name
 M = TypeVar("M")

@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from bot.memory.models import BufferedMessage, Origin, PendingChannel
-from bot.storage.connection import Connected
-from bot.storage.rows import (
+from bot.storage.sqlite.connection import Connected
+from bot.storage.sqlite.rows import (
     BUFFERED_COLUMNS,
     buffered_message_from,
     origin_from,

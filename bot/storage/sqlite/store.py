@@ -38,14 +38,15 @@ from bot.memory.models import (
     iso,
     utcnow,
 )
-from bot.storage import schema
-from bot.storage.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
-from bot.storage.connection import DatabaseError, connect
-from bot.storage.facts import Facts
-from bot.storage.people import People, upsert_user
-from bot.storage.rows import Owner, scalar, select, select_one
-from bot.storage.schema import check_embedding, read_meta, set_meta
-from bot.storage.search import Search
+from bot.storage.errors import DatabaseError
+from bot.storage.sqlite import schema
+from bot.storage.sqlite.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
+from bot.storage.sqlite.connection import connect
+from bot.storage.sqlite.facts import Facts
+from bot.storage.sqlite.people import People, upsert_user
+from bot.storage.sqlite.rows import Owner, scalar, select, select_one
+from bot.storage.sqlite.schema import check_embedding, read_meta, set_meta
+from bot.storage.sqlite.search import Search
 
 
 class Store(Facts, Search, Buffer, People):
@@ -104,6 +105,8 @@ class Store(Facts, Search, Buffer, People):
         self.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'probe'").fetchone()
         model, dims = self.embedding_meta()
         return {
+            "backend": "SQLite",
+            "description": f"SQLite {versions['sqlite']}, sqlite-vec {versions['vec']}, FTS5",
             "sqlite_version": versions["sqlite"],
             "sqlite_vec_version": versions["vec"],
             "schema_version": scalar(self.conn, "PRAGMA user_version"),

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from bot.storage.connection import DatabaseError, EmbeddingMismatchError, Transaction
+from bot.storage.errors import DatabaseError, EmbeddingMismatchError
+from bot.storage.sqlite.connection import Transaction
 
 MIGRATIONS: list[str] = [
     # 1: the whole first schema.

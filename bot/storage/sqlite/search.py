@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 
 from bot.memory.models import Fact
 from bot.memory.text import STOPWORDS, fold, stem
-from bot.storage.connection import Connected
-from bot.storage.rows import FACT_COLUMNS, fact_from, facts_from, scalar, select
+from bot.storage.sqlite.connection import Connected
+from bot.storage.sqlite.rows import FACT_COLUMNS, fact_from, facts_from, scalar, select
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
-from bot.storage.buffer import buffered_origin
-from bot.storage.connection import Connected
-from bot.storage.rows import (
+from bot.storage.sqlite.buffer import buffered_origin
+from bot.storage.sqlite.connection import Connected
+from bot.storage.sqlite.rows import (
     FACT_COLUMNS,
     Owner,
     event_from,
@@ -26,7 +26,7 @@ from bot.storage.rows import (
     select_one,
     source_ids_of,
 )
-from bot.storage.search import owner_token, vector_blob
+from bot.storage.sqlite.search import owner_token, vector_blob
 
 
 class Facts(Connected):

@@ -1,0 +1,111 @@
+"""The operator's use cases on stored memory, with the bot stopped or running: list, forget, export,
+statistics, health, re-embedding.
+
+Separate from `MemoryService` because none of them needs the chat model, and all but re-embedding need
+no model at all: a deletion request must work without a Gemini key and whatever the embedding state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.memory.models import Fact, FactStatus
+from bot.memory.ports import Embedder, ModelError, Storage, StorageWorker
+
+log = logging.getLogger(__name__)
+
+USAGE_STATE = "gemini_usage"  # the state key under which the bot records its last run's model usage
+
+
+@dataclass
+class Reembedded:
+    """What a re-embedding did: how many facts got new vectors, and whether there was anything to do."""
+
+    done: int
+    up_to_date: bool = False
+    error: ModelError | None = None  # progress is kept per batch; running again carries on
+
+
+class Maintenance:
+    """Stored memory for an operator. `embedder` is needed by `reembed` only."""
+
+    def __init__(self, store: StorageWorker, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def health(self) -> dict[str, Any]:
+        return await self.store.call(Storage.health)
+
+    async def list_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> list[Fact]:
+        return await self.store.call(
+            Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=1_000_000
+        )
+
+    async def forget(self, scope: str, user_id: str, fact_ids: list[int] | None, *, actor: str) -> int:
+        """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
+        return await self.store.call(Storage.forget, scope, user_id, fact_ids, actor=actor)
+
+    async def export(self, scope: str, user_id: str | None) -> list[tuple[Fact, str]]:
+        """The active facts of a person (None: everyone) in a scope, oldest first, each with its owner's name."""
+        facts = [
+            f
+            for f in await self.store.call(Storage.export_facts, scope, user_id)
+            if f.status is FactStatus.ACTIVE
+        ]
+        names = await self.store.call(Storage.user_names, scope, {f.user_id for f in facts})
+        return [(f, names.get(f.user_id, "")) for f in facts]
+
+    async def stats(self) -> dict[str, Any]:
+        """Counts by status, people, pending messages, and the model usage of the bot's last run."""
+        stats = await self.store.call(Storage.stats, None)
+        usage = await self.store.call(Storage.get_state, USAGE_STATE)
+        stats["gemini_usage_last_run"] = json.loads(usage) if usage else None
+        return stats
+
+    async def reembed(
+        self,
+        model: str,
+        dimensions: int,
+        *,
+        batch: int = 100,
+        force: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Reembedded:
+        """Re-embed every fact (all statuses) with `model`, `batch` at a time; safe to interrupt and run again.
+
+        Each batch's vectors and the progress land in one transaction, so a failure keeps what was done.
+        `progress(done, last_id)` is called after each batch.
+        """
+        if self.embedder is None:
+            raise ValueError("re-embedding needs an embedder")
+        store = self.store
+        if (
+            not force
+            and not await store.call(Storage.reembed_unfinished)
+            and await store.call(Storage.embedding_meta) == (model, dimensions)
+        ):
+            return Reembedded(0, up_to_date=True)
+        done = 0
+        after = await store.call(Storage.begin_reembed, model, dimensions)
+        try:
+            while todo := await store.call(Storage.facts_to_reembed, after, batch):
+                vectors = await self.embedder.embed([text for _, text in todo], "document")
+                await store.call(
+                    Storage.store_reembedded,
+                    [(fid, vec) for (fid, _), vec in zip(todo, vectors, strict=True)],
+                )
+                after = todo[-1][0]
+                done += len(todo)
+                if progress:
+                    progress(done, after)
+        except ModelError as exc:
+            return Reembedded(done, error=exc)
+        await store.call(Storage.finish_reembed, model, dimensions)
+        return Reembedded(done)
