@@ -89,9 +89,15 @@ discord.VoiceClient.warn_dave = False
 
 class MemoryBot(commands.Bot):
     def __init__(
-        self, settings: Settings, *, gemini: GeminiClient | None = None, memory: MemoryService | None = None
+        self,
+        settings: Settings,
+        *,
+        gemini: GeminiClient | None = None,
+        memory: MemoryService | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(
+            **options,
             command_prefix=commands.when_mentioned,
             intents=intents(),
             allowed_mentions=discord.AllowedMentions.none(),
@@ -128,9 +134,17 @@ class MemoryBot(commands.Bot):
         for cog in COGS:
             await self.load_extension(cog)
         self.admin_log.start()
-        await self.sync_commands()
+        if self.syncs_commands:
+            await self.sync_commands()
         if self.application_id is not None:
             log.info("invite the bot to a server with %s", invite_url(self.application_id))
+
+    @property
+    def syncs_commands(self) -> bool:
+        """Whether this process syncs app commands: with shards over several processes, only the one
+        running shard 0 does, so a start of every process costs Discord one sync, not one each."""
+        ids = self.settings.shard_ids
+        return self.settings.shard_count is None or not ids or 0 in ids
 
     async def sync_commands(self) -> None:
         """Sync app commands to DEV_GUILD_ID (instant) or globally, only when Discord lacks them.
@@ -226,3 +240,16 @@ class MemoryBot(commands.Bot):
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("unhandled error in %s", event_method)
+
+
+class ShardedMemoryBot(MemoryBot, commands.AutoShardedBot):
+    """The bot running shards SHARD_IDS (default: all) of SHARD_COUNT in this process (discord.py's
+    AutoShardedBot); processes running the other shards share its database."""
+
+
+def make_bot(settings: Settings, **kwargs: Any) -> MemoryBot:
+    """The bot the settings ask for: one connection, or the given shards."""
+    if settings.shard_count is None:
+        return MemoryBot(settings, **kwargs)
+    shard_ids = list(settings.shard_ids) or None
+    return ShardedMemoryBot(settings, shard_count=settings.shard_count, shard_ids=shard_ids, **kwargs)

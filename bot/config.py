@@ -46,6 +46,7 @@ class Settings:
     memory_flush_max_age_seconds: float = 600.0
     memory_flush_concurrency: int = 2
     memory_flush_min_messages: int = 20
+    memory_flush_claim_seconds: float = 300.0
     memory_no_memory_marker: str = "!nomem"
     recall_facts_per_person: int = 6
     recall_max_distance: float = 0.55
@@ -57,6 +58,8 @@ class Settings:
     discord_api_base_url: str = ""
     discord_gateway_url: str = ""
     dev_guild_id: int | None = None
+    shard_count: int | None = None
+    shard_ids: tuple[int, ...] = ()
     auto_reply_channel_ids: frozenset[int] = field(default_factory=frozenset)
     chat_history_limit: int = 20
     chat_turn_max_chars: int = 4000
@@ -119,6 +122,29 @@ def _non_negative_float(raw: str) -> float:
     return value
 
 
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError
+    return value
+
+
+def _shard_ids(raw: str) -> tuple[int, ...]:
+    return tuple(sorted({_non_negative_int(part.strip()) for part in raw.split(",") if part.strip()}))
+
+
+def _shard_problems(values: dict[str, Any]) -> list[str]:
+    """SHARD_IDS only with SHARD_COUNT, each below it (discord.py's shards are 0 .. count-1)."""
+    ids, count = values.get("shard_ids", ()), values.get("shard_count")
+    if ids and count is None:
+        return ["SHARD_IDS needs SHARD_COUNT: the number of shards over all processes"]
+    if count is not None and any(i >= count for i in ids):
+        return [
+            f"SHARD_IDS={','.join(map(str, ids))} has a shard beyond SHARD_COUNT={count} (shards are 0 to {count - 1})"
+        ]
+    return []
+
+
 def _distance(raw: str) -> float:
     value = float(raw)
     if not 0 <= value <= 2:
@@ -172,6 +198,9 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
     "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
     "memory_flush_min_messages": (_positive_int, "a positive integer such as 20"),
+    "memory_flush_claim_seconds": (_positive_float, "a positive number of seconds such as 300"),
+    "shard_count": (_positive_int, "a positive integer: the bot's shards over all processes"),
+    "shard_ids": (_shard_ids, "comma-separated shard numbers such as 0,1"),
     "recall_facts_per_person": (_positive_int, "a positive integer such as 6"),
     "recall_max_distance": (_distance, "a cosine distance between 0 and 2 such as 0.55"),
     "recall_token_budget": (_positive_int, "a positive number of tokens such as 1200"),
@@ -225,6 +254,7 @@ def load_settings(
         except (ValueError, TypeError):
             shown = raw if f.name not in Settings.SECRETS else "(hidden)"
             problems.append(f"{name}={shown!r} is not valid: expected {expected}")
+    problems += _shard_problems(values)
     if problems:
         raise ConfigError(problems)
     return Settings(**values)

@@ -13,7 +13,7 @@ import aiohttp
 import discord
 
 from bot.app import failure_line, failures
-from bot.client import MemoryBot, point_discord_at
+from bot.client import MemoryBot, make_bot, point_discord_at
 from bot.config import Settings
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ TOKEN_REJECTED = "Discord rejected DISCORD_TOKEN; copy the bot token again from 
 async def serve(settings: Settings) -> None:
     """Log in, connect, and run until the gateway closes or SIGTERM/SIGINT asks for a graceful close."""
     point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
-    bot = MemoryBot(settings)
+    bot = make_bot(settings)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):

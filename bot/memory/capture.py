@@ -38,6 +38,7 @@ class FlushPolicy:
     concurrency: int = 2
     tick_seconds: float = 0.5
     min_messages: int = 1  # a quiet flush waits for this many human messages in the scope
+    claim_seconds: float = 300.0  # a flush's lease on its channels; it gives up within 80% of it
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
 from bot.memory.extract import MAX_FACT_CHARS
+from bot.memory.leases import Leases, person_key
 from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
 from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
 from bot.memory.prompts import (
@@ -45,11 +46,13 @@ class PersonLocks:
     """One asyncio lock per (scope, user), acquired in sorted order so that flushes cannot deadlock.
 
     A lock lives only while someone holds or waits for it, so a server with many people keeps few.
+    With `leases`, the people are then leased in the database too, so other processes wait likewise.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, leases: Leases | None = None) -> None:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._users: dict[tuple[str, str], int] = {}
+        self.leases = leases  # other processes on the database: their leases are waited for too
 
     @contextlib.asynccontextmanager
     async def hold(self, keys: Sequence[tuple[str, str]]) -> AsyncIterator[None]:
@@ -61,6 +64,8 @@ class PersonLocks:
             async with contextlib.AsyncExitStack() as stack:
                 for lock in locks:
                     await stack.enter_async_context(lock)
+                if self.leases is not None and ordered:
+                    await stack.enter_async_context(self.leases.holding([person_key(*k) for k in ordered]))
                 yield
         finally:
             for key in ordered:
@@ -86,6 +91,7 @@ class Consolidator:
         max_candidates: int = 8,
         prompt_char_budget: int = 40_000,
         refresh_per_flush: int = 50,
+        leases: Leases | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
@@ -95,7 +101,7 @@ class Consolidator:
         self.max_candidates = max_candidates
         self.prompt_char_budget = prompt_char_budget
         self.refresh_per_flush = refresh_per_flush
-        self.locks = PersonLocks()
+        self.locks = PersonLocks(leases)
 
     async def run(
         self,

@@ -33,3 +33,4 @@ class MemoryPolicy:
     recall: RecallPolicy = field(default_factory=RecallPolicy)
     consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
     no_memory_marker: str = "!nomem"  # a message starting with it is never remembered
+    settings_poll_seconds: float = 0.5  # how soon a change made by another process is honoured here

@@ -282,6 +282,22 @@ class Storage(Protocol):
 
     def stats(self, scope: str | None = None) -> dict[str, Any]: ...
 
+    # ---- several processes on one database --------------------------------------------------------------
+
+    def claim(self, keys: Sequence[str], owner: str, seconds: float) -> bool:
+        """Lease every key to `owner` for `seconds` (renewing its own), or none of them if another live
+        owner holds one; a dead owner's lease lapses at its deadline."""
+        ...
+
+    def release(self, keys: Sequence[str], owner: str) -> None:
+        """End `owner`'s leases on these keys (others' leases stay)."""
+        ...
+
+    def settings_version(self) -> int:
+        """A number that grows with every opt-out, switch or ignored-channel change, in the same
+        transaction: a process that sees it change reloads its caches."""
+        ...
+
     # ---- the database itself: health, the embedding model, re-embedding ---------------------------------
 
     def health(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ and turns what the pipeline did into `MemoryEvent`s for whoever listens (the adm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import statistics
@@ -18,6 +19,7 @@ from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
+from bot.memory.leases import Leases, channel_key
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
     AppliedChange,
@@ -80,12 +82,14 @@ class MemoryService:
         self.embedder = embedder
         self.policy = policy
         self._usage = usage or (lambda scope: {})
+        self.leases = Leases(store, policy.flush.claim_seconds)
         self.consolidator = Consolidator(
             store,
             llm,
             embedder,
             candidate_distance=policy.consolidation.candidate_distance,
             duplicate_distance=policy.consolidation.duplicate_distance,
+            leases=self.leases,
         )
         recall = policy.recall
         self.recaller = Recaller(
@@ -103,6 +107,8 @@ class MemoryService:
         self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
         self._guilds: dict[str, GuildSettings] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._settings_seen = -1
+        self._watcher: asyncio.Task[None] | None = None
         self.recall_failures = 0
 
     async def start(self) -> None:
@@ -110,16 +116,32 @@ class MemoryService:
         await self.reload_caches()
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start()
+        self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
 
     async def reload_caches(self) -> None:
+        self._settings_seen = await self.store.call(Storage.settings_version)
         self._opted_out = await self.store.call(Storage.opted_out)
         self._guilds = await self.store.call(Storage.guild_settings)
+
+    async def _watch_settings(self) -> None:
+        """Reload the caches when another process on the database changed a setting (one small read)."""
+        while True:
+            await asyncio.sleep(self.policy.settings_poll_seconds)
+            try:
+                if await self.store.call(Storage.settings_version) != self._settings_seen:
+                    await self.reload_caches()
+            except Exception as exc:  # a busy or briefly unreachable database: the next poll tries again
+                log.warning("could not check for settings changed elsewhere: %s", exc)
 
     async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
         """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
 
         `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
         """
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
         await self.capture_buffer.stop(timeout)
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
@@ -260,6 +282,16 @@ class MemoryService:
 
         On a Gemini failure nothing is written and the messages stay buffered for a later attempt.
         """
+        claimed = [c for c in channel_ids if await self.leases.try_claim([channel_key(c)])]
+        try:
+            async with asyncio.timeout(self.leases.work_deadline):
+                return await self._flush_claimed(claimed)
+        finally:
+            if claimed:
+                await self.leases.release([channel_key(c) for c in claimed])
+
+    async def _flush_claimed(self, channel_ids: list[str]) -> int:
+        """`flush_channels` on channels this process holds the lease of (another process may flush the rest)."""
         chunk: list[BufferedMessage] = []
         for channel_id in channel_ids:
             room = self.policy.flush.max_messages - len(chunk)

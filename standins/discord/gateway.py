@@ -94,6 +94,17 @@ class Gateway(StandInState):
     def _ready_sessions(self) -> list[_Session]:
         return [s for s in self._sessions.values() if s.ready and s.conn is not None]
 
+    @staticmethod
+    def _shard_sees(session: _Session, guild_id: int | str | None) -> bool:
+        """Discord's rule: a guild's events go to shard (guild_id >> 22) % count; DMs to shard 0."""
+        shard = session.identify.get("shard")
+        if not shard:
+            return True
+        shard_id, count = int(shard[0]), int(shard[1])
+        if guild_id is None:
+            return shard_id == 0
+        return (int(guild_id) >> 22) % count == shard_id
+
     async def wait_until_ready(self, timeout: float = 10.0) -> None:
         """Wait until a bot identified and was sent READY and every GUILD_CREATE."""
         await self._changes.wait_until(lambda: self._ready_sessions() or None, timeout, "a ready bot session")
@@ -161,15 +172,19 @@ class Gateway(StandInState):
         *,
         intent: int | None = None,
         transform: Callable[[dict[str, Any], int], dict[str, Any]] | None = None,
+        once: bool = False,
     ) -> None:
-        """Send a DISPATCH to every identified session whose intents cover it."""
+        """Send a DISPATCH to every identified session whose intents (and shard) cover it; with `once`,
+        to the first such session only (an interaction is answered once, by one process)."""
         for session in list(self._sessions.values()):
-            if not session.ready:
+            if not session.ready or not self._shard_sees(session, data.get("guild_id")):
                 continue
             if intent is not None and not session.intents & intent:
                 continue
             payload = transform(data, session.intents) if transform else data
             await self._send_event(session, event, payload)
+            if once:
+                return
 
     async def _send_event(self, session: _Session, event: str, data: dict[str, Any]) -> None:
         async with session.lock:
@@ -237,6 +252,8 @@ class Gateway(StandInState):
     async def _dispatch_guild_create(self, guild: Guild) -> None:
         """The bot joined a guild: GUILD_CREATE without `unavailable` (discord.py then fires guild_join)."""
         for session in self._ready_sessions():
+            if not self._shard_sees(session, guild.id):
+                continue
             payload = self._guild_create_payload(guild, session.intents)
             del payload["unavailable"]
             await self._send_event(session, "GUILD_CREATE", payload)
@@ -311,7 +328,9 @@ class Gateway(StandInState):
         ready: dict[str, Any] = {
             "v": 10,
             "user": {**self.bot_user, "verified": True, "mfa_enabled": False, "email": None},
-            "guilds": [{"id": str(g), "unavailable": True} for g in self.guilds],
+            "guilds": [
+                {"id": str(g), "unavailable": True} for g in self.guilds if self._shard_sees(session, g)
+            ],
             "session_id": session.session_id,
             "session_type": "normal",
             "resume_gateway_url": self.gateway_url,
@@ -328,7 +347,8 @@ class Gateway(StandInState):
             ready["shard"] = d["shard"]
         await self._send_event(session, "READY", ready)
         for guild in list(self.guilds.values()):
-            await self._send_event(session, "GUILD_CREATE", self._guild_create_payload(guild, intents))
+            if self._shard_sees(session, guild.id):
+                await self._send_event(session, "GUILD_CREATE", self._guild_create_payload(guild, intents))
         session.ready = True
         self._changes.notify()
         return session

@@ -367,7 +367,7 @@ class Humans(Gateway):
         record = InteractionRecord(interaction_id, token, payload, self._changes)
         self.interactions[interaction_id] = record
         self._interactions_by_token[token] = record
-        await self._dispatch("INTERACTION_CREATE", payload)
+        await self._dispatch("INTERACTION_CREATE", payload, once=True)
         return record
 
 

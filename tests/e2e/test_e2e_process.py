@@ -84,16 +84,16 @@ async def stand_ins() -> AsyncIterator[tuple[DiscordStandIn, GeminiStandIn]]:
 def bot_env(
     discord_standin: DiscordStandIn, gemini: GeminiStandIn, tmp_path: Path, **extra: str
 ) -> dict[str, str]:
-    return clean_env(
-        DISCORD_TOKEN="test-token",
-        GEMINI_API_KEY="test-key",
-        GEMINI_BASE_URL=gemini.base_url,
-        DISCORD_API_BASE_URL=discord_standin.api_base,
-        DISCORD_GATEWAY_URL=discord_standin.gateway_url,
-        DATABASE_PATH=str(tmp_path / "bot.sqlite3"),
-        MEMORY_FLUSH_QUIET_SECONDS="3600",
-        **extra,
-    )
+    settings = {
+        "DISCORD_TOKEN": "test-token",
+        "GEMINI_API_KEY": "test-key",
+        "GEMINI_BASE_URL": gemini.base_url,
+        "DISCORD_API_BASE_URL": discord_standin.api_base,
+        "DISCORD_GATEWAY_URL": discord_standin.gateway_url,
+        "DATABASE_PATH": str(tmp_path / "bot.sqlite3"),
+        "MEMORY_FLUSH_QUIET_SECONDS": "3600",
+    }
+    return clean_env(**{**settings, **extra})
 
 
 def command_puts(discord_standin: DiscordStandIn) -> list[str]:

@@ -121,3 +121,19 @@ def test_an_unreadable_dotenv_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_settings(dotenv_path=env_file)
     assert err.value.problems[0].startswith(f"cannot read settings file {env_file}: ")
+
+
+def test_shards_are_checked_against_their_count() -> None:
+    s = load_settings({"SHARD_COUNT": "4", "SHARD_IDS": "2, 0,2"}, dotenv_path=None)
+    assert s.shard_count == 4 and s.shard_ids == (0, 2)
+    with pytest.raises(ConfigError) as no_count:
+        load_settings({"SHARD_IDS": "1"}, dotenv_path=None)
+    assert no_count.value.problems == ["SHARD_IDS needs SHARD_COUNT: the number of shards over all processes"]
+    with pytest.raises(ConfigError) as beyond:
+        load_settings({"SHARD_COUNT": "2", "SHARD_IDS": "0,2"}, dotenv_path=None)
+    assert "beyond SHARD_COUNT=2 (shards are 0 to 1)" in beyond.value.problems[0]
+    with pytest.raises(ConfigError) as bad:
+        load_settings({"SHARD_IDS": "one"}, dotenv_path=None)
+    assert bad.value.problems == [
+        "SHARD_IDS='one' is not valid: expected comma-separated shard numbers such as 0,1"
+    ]

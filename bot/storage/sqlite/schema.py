@@ -114,6 +114,13 @@ MIGRATIONS: list[str] = [
         FROM pending_messages AS p WHERE p.message_id = fact_sources.message_id;
     ALTER TABLE facts ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: several processes on one database. A claim is a lease on a key ("channel:<id>" while it
+    # flushes, "person:<scope>:<user>" while their facts are consolidated) that lapses at `until`
+    # (Unix seconds) if its owner dies; `settings_version` counts changes other processes must see.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL) WITHOUT ROWID;
+    INSERT OR IGNORE INTO app_state (key, value) VALUES ('settings_version', '0');
+    """,
 ]
 
 

@@ -42,6 +42,7 @@ from bot.storage.errors import DatabaseError
 from bot.storage.sqlite import schema
 from bot.storage.sqlite.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
 from bot.storage.sqlite.connection import connect
+from bot.storage.sqlite.coordination import Coordination
 from bot.storage.sqlite.facts import Facts
 from bot.storage.sqlite.people import People, upsert_user
 from bot.storage.sqlite.rows import Owner, scalar, select, select_one
@@ -49,7 +50,7 @@ from bot.storage.sqlite.schema import check_embedding, read_meta, set_meta
 from bot.storage.sqlite.search import Search
 
 
-class Store(Facts, Search, Buffer, People):
+class Store(Facts, Search, Buffer, People, Coordination):
     """Synchronous SQLite + sqlite-vec store. Use `AsyncStore` from async code."""
 
     # ---- opening -------------------------------------------------------------------------------------
@@ -126,6 +127,7 @@ class Store(Facts, Search, Buffer, People):
                 "updated_at = excluded.updated_at",
                 (scope, user_id, int(opted_out), iso(utcnow())),
             )
+            self._settings_changed()
             dropped = 0
             if opted_out:
                 dropped = drop_pending_of(self.conn, scope, user_id)
@@ -142,6 +144,7 @@ class Store(Facts, Search, Buffer, People):
         if not set(changes) <= allowed:
             raise ValueError(f"unknown guild settings: {sorted(set(changes) - allowed)}")
         with self._tx():
+            self._settings_changed()
             self.conn.execute("INSERT OR IGNORE INTO guild_settings (guild_id) VALUES (?)", (guild_id,))
             for key, value in changes.items():
                 stored = int(value) if isinstance(value, bool) else value
@@ -156,6 +159,7 @@ class Store(Facts, Search, Buffer, People):
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         with self._tx():
+            self._settings_changed()
             if ignored:
                 self.conn.execute(
                     "INSERT OR IGNORE INTO ignored_channels VALUES (?, ?)", (guild_id, channel_id)

@@ -1,0 +1,127 @@
+"""Several processes on one database: leases on channels and people, and settings seen by all.
+
+Each "process" here is a `MemoryService` with a store of its own on the same database file, as two
+bot processes would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.app import memory_policy
+from bot.memory.leases import Leases, channel_key, person_key
+from bot.memory.ports import Purpose
+from bot.memory.service import MemoryService
+from bot.storage import AsyncStore, Store
+from tests.conftest import make_settings
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.integration.test_capture import echo_extractor
+from tests.integration.test_pipeline import SCOPE, msg
+
+
+def test_a_claim_is_exclusive_renewable_and_lapses(store: Store) -> None:
+    assert store.claim(["channel:1", "person:a"], "p1", 60)
+    assert not store.claim(["person:a"], "p2", 60)
+    assert not store.claim(["channel:2", "channel:1"], "p2", 60)  # all or nothing
+    assert store.claim(["channel:2"], "p2", 60)  # ... so channel 2 was not taken by the failed claim
+    assert store.claim(["channel:1"], "p1", 60)  # renewing one's own
+    store.release(["channel:1"], "p2")  # not p2's to release
+    assert not store.claim(["channel:1"], "p2", 60)
+    store.release(["channel:1"], "p1")
+    assert store.claim(["channel:1"], "p2", 60)
+    assert store.claim(["channel:3"], "p1", 0.05)
+    time.sleep(0.1)  # a dead owner's lease lapses at its deadline
+    assert store.claim(["channel:3"], "p2", 60)
+
+
+def test_every_settings_change_moves_the_version(store: Store) -> None:
+    seen = [store.settings_version()]
+    store.set_opt_out(SCOPE, "alice", True)
+    seen.append(store.settings_version())
+    store.update_guild_settings("100", memory_enabled=False)
+    seen.append(store.settings_version())
+    store.set_channel_ignored("100", "c9", True)
+    seen.append(store.settings_version())
+    store.set_state("command_hash", "x")  # not a setting that capture reads
+    seen.append(store.settings_version())
+    assert seen == [0, 1, 2, 3, 3]
+
+
+@pytest.fixture
+async def two_processes(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, MemoryService, FakeLLM]]:
+    settings = make_settings(tmp_path)
+    llm = FakeLLM(extract=echo_extractor)
+    policy = memory_policy(settings)
+    policy = replace(policy, settings_poll_seconds=0.05)
+    services = []
+    for _ in range(2):
+        store = await AsyncStore.open(
+            settings.database_path, embedding_model="fake-embedding", dimensions=DIMS
+        )
+        services.append(MemoryService(store, llm, FakeEmbedder(), policy))
+    for service in services:
+        await service.start()
+    yield services[0], services[1], llm
+    for service in services:
+        await service.close(timeout=2)
+
+
+async def test_a_message_both_processes_saw_is_learned_once(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM],
+) -> None:
+    first, second, llm = two_processes
+    message = msg("m1", "alice", "I keep bees in Ghent")
+    first.capture(message, guild_id="100")
+    second.capture(message, guild_id="100")  # both sessions received it (a rolling restart, say)
+    await first.capture_buffer.wait_written()
+    await second.capture_buffer.wait_written()
+    changes = await asyncio.gather(first.flush_channel("c1"), second.flush_channel("c1"))
+    assert sorted(changes) == [0, 1]
+    assert llm.count(Purpose.EXTRACT) == 1
+    assert [f.text for f in await second.list_facts(SCOPE, "alice")] == ["Alice said: I keep bees in Ghent"]
+
+
+async def test_a_channel_another_process_is_flushing_is_left_to_it(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM],
+) -> None:
+    first, second, llm = two_processes
+    first.capture(msg("m1", "alice", "I keep bees in Ghent"), guild_id="100")
+    await first.capture_buffer.wait_written()
+    assert await second.leases.try_claim([channel_key("c1")])
+    assert await first.flush_channel("c1") == 0 and llm.count(Purpose.EXTRACT) == 0
+    await second.leases.release([channel_key("c1")])
+    assert await first.flush_channel("c1") == 1
+
+
+async def test_consolidation_waits_for_a_person_another_process_holds(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM],
+) -> None:
+    first, second, _ = two_processes
+    other = Leases(second.store, seconds=60)
+    assert await other.try_claim([person_key(SCOPE, "alice")])
+    first.capture(msg("m1", "alice", "I keep bees in Ghent"), guild_id="100")
+    await first.capture_buffer.wait_written()
+    flush = asyncio.create_task(first.flush_channel("c1"))
+    await asyncio.sleep(0.5)
+    assert not flush.done()  # waiting for alice, not writing beside the other process
+    await other.release([person_key(SCOPE, "alice")])
+    assert await asyncio.wait_for(flush, 5) == 1
+
+
+async def test_an_opt_out_through_one_process_is_honoured_by_the_other(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM],
+) -> None:
+    first, second, _ = two_processes
+    await first.set_opt_out(SCOPE, "alice", True)
+    await asyncio.sleep(0.3)  # a few polls
+    assert second.is_opted_out(SCOPE, "alice")
+    assert second.capture(msg("m2", "alice", "I keep bees in Ghent"), guild_id="100") is False
+    await first.update_guild("100", memory_enabled=False)
+    await asyncio.sleep(0.3)
+    assert not second.guild("100").memory_enabled
