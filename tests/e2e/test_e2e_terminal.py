@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import pty
 import re
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +19,7 @@ from bot.storage.sqlite.connection import connect
 from bot.terminal import local_user_id
 from standins.brain import FakeBrain, system_text
 from standins.gemini import GeminiStandIn
+from tests.e2e.world import eventually
 from tests.integration.test_cli import clean_env, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -58,6 +66,8 @@ async def test_a_terminal_chat_learns_recalls_after_a_restart_and_forgets(
         (int(learned), TERMINAL_SCOPE, ana, "Ana lives in Porto")
     ]
     assert "Porto" not in system_text(brain.chat_requests[0])  # nothing was known before
+    code, out, _ = await run_cli("facts", "list", "--scope", "terminal", "--user", ana, env=env, cwd=tmp_path)
+    assert code == 0 and f"#{learned}" in out and "Ana lives in Porto" in out  # the operator sees it too
 
     # A new process: the fact is listed and recalled into the system instruction of the reply.
     code, out, err = await chat(tmp_path, env, "/facts", "Where do I live?")
@@ -83,3 +93,101 @@ async def test_without_a_gemini_key_chat_says_so_in_one_line(tmp_path: Path) -> 
     assert code == 1 and out == ""
     assert err.splitlines()[0].startswith("error: GEMINI_API_KEY is not set")
     assert not (tmp_path / "m.sqlite3").exists()
+
+
+@pytest.fixture
+async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """Chat processes a failing test must not leave behind."""
+    started: list[asyncio.subprocess.Process] = []
+    yield started
+    for proc in started:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_ctrl_c_leaves_after_learning_what_was_said(
+    tmp_path: Path,
+    gemini_brain: tuple[GeminiStandIn, FakeBrain],
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    standin, _ = gemini_brain
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "bot", "chat", "--name", "Ana"),
+        cwd=tmp_path,
+        env=chat_env(standin, tmp_path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    processes.append(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"I live in Porto.\n")  # and the input stays open: no end of input to leave on
+    await proc.stdin.drain()
+    while b"Noted, thanks." not in await asyncio.wait_for(proc.stdout.readline(), 30):
+        pass
+    proc.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert "Learned: #1 Ana lives in Porto" in out.decode()
+    assert "Traceback" not in err.decode()
+
+
+class Terminal:
+    """A pseudo-terminal: what the process shows, read on a thread, and keys typed into it."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        self.shown = b""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                return
+            if not data:
+                return
+            self.shown += data
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    async def shows(self, text: str, after: int = 0) -> int:
+        """Wait until `text` is shown past `after` (a position); the position after it."""
+
+        async def found() -> bool:
+            return text.encode() in self.shown[after:]
+
+        await eventually(found, 30, what=f"{text!r} on the terminal")
+        return self.shown.index(text.encode(), after) + len(text)
+
+
+async def test_on_a_terminal_lines_are_edited_with_readline_and_ctrl_d_leaves(
+    tmp_path: Path,
+    gemini_brain: tuple[GeminiStandIn, FakeBrain],
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    standin, _ = gemini_brain
+    terminal = Terminal()
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "bot", "chat", "--name", "Ana"),
+        cwd=tmp_path,
+        env={**chat_env(standin, tmp_path), "TERM": "xterm"},
+        stdin=terminal.slave,
+        stdout=terminal.slave,
+        stderr=terminal.slave,
+    )
+    processes.append(proc)
+    os.close(terminal.slave)
+    seen = await terminal.shows("Ana> ")
+    # Ctrl-A goes to the start of the line (readline); a plain terminal would keep it as a character.
+    terminal.type("live in Porto.\x01I \r")
+    seen = await terminal.shows("Noted, thanks.", seen)
+    await terminal.shows("Ana> ", seen)
+    terminal.type("\x04")  # Ctrl-D on an empty line: the end of input
+    assert await asyncio.wait_for(proc.wait(), 30) == 0
+    assert "Learned: #1 Ana lives in Porto" in terminal.shown.decode(errors="replace")
+    os.close(terminal.master)

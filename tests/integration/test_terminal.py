@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from bot.config import Settings
-from bot.memory.models import TERMINAL_SCOPE, NewFact, valid_scope
+from bot.memory.models import TERMINAL_SCOPE, BufferedMessage, NewFact, valid_scope
 from bot.memory.recall import Audience, Participant
 from bot.terminal import LineReader, TerminalChat, local_user_id, session_memory, session_name
 from standins.brain import FakeBrain, system_text
@@ -190,3 +190,24 @@ async def test_the_line_reader_reads_a_pipe_to_its_end() -> None:
         assert not reader.tty
         lines = [await reader.read() for _ in range(4)]
     assert lines == ["first", "second line", "last without newline", None]
+
+
+async def test_a_chat_session_leaves_discords_buffers_to_the_bot(
+    tmp_path: Path, gemini_brain: tuple[GeminiStandIn, FakeBrain]
+) -> None:
+    standin, _ = gemini_brain
+    server_line = BufferedMessage(
+        "901", "guild:5", "77", "12", "Bo", "I live in Oslo.", "2026-01-01T00:00:00Z"
+    )
+    async with session(settings_for(tmp_path, standin)) as (chat, _, _):
+        assert chat.memory.capture(server_line, guild_id="5")  # as the Discord bot left it, unflushed
+    async with session(settings_for(tmp_path, standin, memory_flush_quiet_seconds=0.1)) as (chat, _, _):
+        await chat.handle("I live in Porto.")
+
+        async def learned() -> bool:
+            return bool(await chat.memory.list_facts(TERMINAL_SCOPE, ANA))
+
+        await eventually(learned, what="the terminal's quiet flush")
+        await chat.flush()
+        assert await chat.memory.list_facts("guild:5", "12") == []
+        assert (await chat.memory.stats("guild:5"))["pending_messages"] == 1
