@@ -106,21 +106,27 @@ async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
             await proc.wait()
 
 
+async def start_chat(
+    processes: list[asyncio.subprocess.Process], tmp_path: Path, env: dict[str, str], **streams: int
+) -> asyncio.subprocess.Process:
+    """`python -m bot chat --name Ana` with its streams where the test says."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--name", "Ana", cwd=tmp_path, env=env, **streams
+    )
+    processes.append(proc)
+    return proc
+
+
 async def test_ctrl_c_leaves_after_learning_what_was_said(
     tmp_path: Path,
     gemini_brain: tuple[GeminiStandIn, FakeBrain],
     processes: list[asyncio.subprocess.Process],
 ) -> None:
     standin, _ = gemini_brain
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "bot", "chat", "--name", "Ana"),
-        cwd=tmp_path,
-        env=chat_env(standin, tmp_path),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    pipe = asyncio.subprocess.PIPE
+    proc = await start_chat(
+        processes, tmp_path, chat_env(standin, tmp_path), stdin=pipe, stdout=pipe, stderr=pipe
     )
-    processes.append(proc)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"I live in Porto.\n")  # and the input stays open: no end of input to leave on
     await proc.stdin.drain()
@@ -172,15 +178,9 @@ async def test_on_a_terminal_lines_are_edited_with_readline_and_ctrl_d_leaves(
 ) -> None:
     standin, _ = gemini_brain
     terminal = Terminal()
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "bot", "chat", "--name", "Ana"),
-        cwd=tmp_path,
-        env={**chat_env(standin, tmp_path), "TERM": "xterm"},
-        stdin=terminal.slave,
-        stdout=terminal.slave,
-        stderr=terminal.slave,
-    )
-    processes.append(proc)
+    env = {**chat_env(standin, tmp_path), "TERM": "xterm"}
+    tty = terminal.slave
+    proc = await start_chat(processes, tmp_path, env, stdin=tty, stdout=tty, stderr=tty)
     os.close(terminal.slave)
     seen = await terminal.shows("Ana> ")
     # Ctrl-A goes to the start of the line (readline); a plain terminal would keep it as a character.
