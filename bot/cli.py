@@ -1,4 +1,5 @@
-"""`python -m bot ...`: run the bot, and the operator commands (check, facts, recall, stats, reembed).
+"""`python -m bot ...`: run the bot, chat with it in a terminal, and the operator commands (check, facts,
+recall, stats, reembed).
 
 Every command prints plain lines for people and JSON with `--json`; problems go to stderr, one line each,
 with a non-zero exit code.

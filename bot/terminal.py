@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import getpass
 import hashlib
+import io
 import logging
 import signal
 import threading
@@ -143,6 +144,8 @@ class LineReader:
     """
 
     def __init__(self, stdin: TextIO, *, prompt: str) -> None:
+        if isinstance(stdin, io.TextIOWrapper):  # a stray byte that is not UTF-8 must not end the session
+            stdin.reconfigure(errors="replace")
         self.stdin = stdin
         self.prompt = prompt
         self.tty = stdin.isatty()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import pty
 import re
 import signal
 import sys
+import termios
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +89,13 @@ async def test_a_terminal_chat_learns_recalls_after_a_restart_and_forgets(
     assert rows(tmp_path, "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'Porto'") == [(0,)]
 
 
+async def test_the_bot_points_to_the_chat_only_when_the_gemini_key_is_there(tmp_path: Path) -> None:
+    _, _, err = await run_cli(env=clean_env(GEMINI_API_KEY="k"), cwd=tmp_path)
+    assert "`python -m bot chat` talks with the bot here" in err
+    _, _, err = await run_cli(env=clean_env(), cwd=tmp_path)
+    assert len(err.splitlines()) == 2 and "python -m bot chat" not in err
+
+
 async def test_without_a_gemini_key_chat_says_so_in_one_line(tmp_path: Path) -> None:
     code, out, err = await run_cli(
         "chat", env=clean_env(DATABASE_PATH=str(tmp_path / "m.sqlite3")), cwd=tmp_path, stdin=""
@@ -107,11 +117,11 @@ async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
 
 
 async def start_chat(
-    processes: list[asyncio.subprocess.Process], tmp_path: Path, env: dict[str, str], **streams: int
+    processes: list[asyncio.subprocess.Process], tmp_path: Path, env: dict[str, str], **options: Any
 ) -> asyncio.subprocess.Process:
     """`python -m bot chat --name Ana` with its streams where the test says."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "chat", "--name", "Ana", cwd=tmp_path, env=env, **streams
+        sys.executable, "-m", "bot", "chat", "--name", "Ana", cwd=tmp_path, env=env, **options
     )
     processes.append(proc)
     return proc
@@ -144,6 +154,7 @@ class Terminal:
 
     def __init__(self) -> None:
         self.master, self.slave = pty.openpty()
+        self.modes = termios.tcgetattr(self.master)
         self.shown = b""
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -170,24 +181,43 @@ class Terminal:
         await eventually(found, 30, what=f"{text!r} on the terminal")
         return self.shown.index(text.encode(), after) + len(text)
 
+    @staticmethod
+    def take_over() -> None:
+        """In the child: a session of its own with this terminal controlling it, as in a real
+        terminal, so that Ctrl-C is a SIGINT."""
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-async def test_on_a_terminal_lines_are_edited_with_readline_and_ctrl_d_leaves(
+    async def chat(
+        self, processes: list[asyncio.subprocess.Process], tmp_path: Path, env: dict[str, str]
+    ) -> asyncio.subprocess.Process:
+        """A chat session on this terminal, told where Ana lives in a line edited with Ctrl-A (readline;
+        a plain terminal would keep it as a character), and waiting at its next prompt."""
+        tty = self.slave
+        env = {**env, "TERM": "xterm"}
+        proc = await start_chat(
+            processes, tmp_path, env, stdin=tty, stdout=tty, stderr=tty, preexec_fn=self.take_over
+        )
+        os.close(self.slave)
+        seen = await self.shows("Ana> ")
+        self.type("live in Porto.\x01I \r")
+        seen = await self.shows("Noted, thanks.", seen)
+        await self.shows("Ana> ", seen)
+        return proc
+
+
+@pytest.mark.parametrize("leave", ["\x04", "\x03"], ids=["ctrl-d", "ctrl-c"])
+async def test_on_a_terminal_lines_are_edited_with_readline_and_a_key_leaves(
+    leave: str,
     tmp_path: Path,
     gemini_brain: tuple[GeminiStandIn, FakeBrain],
     processes: list[asyncio.subprocess.Process],
 ) -> None:
     standin, _ = gemini_brain
     terminal = Terminal()
-    env = {**chat_env(standin, tmp_path), "TERM": "xterm"}
-    tty = terminal.slave
-    proc = await start_chat(processes, tmp_path, env, stdin=tty, stdout=tty, stderr=tty)
-    os.close(terminal.slave)
-    seen = await terminal.shows("Ana> ")
-    # Ctrl-A goes to the start of the line (readline); a plain terminal would keep it as a character.
-    terminal.type("live in Porto.\x01I \r")
-    seen = await terminal.shows("Noted, thanks.", seen)
-    await terminal.shows("Ana> ", seen)
-    terminal.type("\x04")  # Ctrl-D on an empty line: the end of input
+    proc = await terminal.chat(processes, tmp_path, chat_env(standin, tmp_path))
+    terminal.type(leave)  # on an empty line: Ctrl-D ends the input, Ctrl-C interrupts
     assert await asyncio.wait_for(proc.wait(), 30) == 0
     assert "Learned: #1 Ana lives in Porto" in terminal.shown.decode(errors="replace")
+    assert termios.tcgetattr(terminal.master) == terminal.modes  # as readline found the terminal
     os.close(terminal.master)
