@@ -315,6 +315,7 @@ class TerminalChat:
         captured = self.memory.capture(said)
         system = await self.system_instruction(text)
         self.said.append(text)
+        del self.said[:-QUERY_TURNS]
         self.remember_turn("user", f"{self.name}: {text}")
         turns = self.turns(self.settings.chat_prompt_max_chars - len(system))
         answer, calls = "", []

@@ -211,3 +211,27 @@ async def test_a_chat_session_leaves_discords_buffers_to_the_bot(
         await chat.flush()
         assert await chat.memory.list_facts("guild:5", "12") == []
         assert (await chat.memory.stats("guild:5"))["pending_messages"] == 1
+
+
+async def test_answers_are_kept_as_context_unless_the_line_was_kept_out(
+    tmp_path: Path, gemini_brain: tuple[GeminiStandIn, FakeBrain]
+) -> None:
+    standin, brain = gemini_brain
+    async with session(settings_for(tmp_path, standin)) as (chat, out, err):
+
+        async def buffered() -> list[tuple[str, int]]:
+            await chat.memory.capture_buffer.wait_written()
+            rows = chat.memory.store.sync.conn.execute(
+                "SELECT author_name, is_bot FROM pending_messages ORDER BY seq"
+            )
+            return [tuple(r) for r in rows]
+
+        await chat.handle("I live in Porto.")
+        assert await buffered() == [("Ana", 0), ("bot", 1)]
+        await chat.handle("/flush")
+        await chat.handle("!nomem I live in Lisbon.")
+        await chat.handle("/flush")
+        assert await buffered() == []  # neither the line nor the answer to it
+        assert out.getvalue().endswith("Noted, thanks.\nNothing new to learn.\n")
+        assert "Learned: #1 Ana lives in Porto" in out.getvalue() and len(brain.chat_requests) == 2
+    assert err.getvalue() == ""
