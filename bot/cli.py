@@ -1,4 +1,5 @@
-"""`python -m bot ...`: run the bot, and the operator commands (check, facts, recall, stats, reembed).
+"""`python -m bot ...`: run the bot, chat with it in a terminal, and the operator commands (check, facts,
+recall, stats, reembed).
 
 Every command prints plain lines for people and JSON with `--json`; problems go to stderr, one line each,
 with a non-zero exit code.
@@ -57,7 +58,7 @@ class CliError(Exception):
 
 def _scope(text: str) -> str:
     if not valid_scope(text):
-        raise argparse.ArgumentTypeError(f"invalid scope {text!r}: expected guild:<id> or dm")
+        raise argparse.ArgumentTypeError(f"invalid scope {text!r}: expected guild:<id>, dm or terminal")
     return text
 
 
@@ -74,6 +75,15 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _name(text: str) -> str:
+    from bot.terminal import session_name
+
+    name = session_name(text)
+    if name is None:
+        raise argparse.ArgumentTypeError(f"invalid name {text!r}: expected a name with letters or digits")
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot", description="A Discord bot with long-term memory.")
     parser.add_argument(
@@ -82,6 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     sub.add_parser("run", help="connect to Discord and run the bot (the default)")
+
+    chat = sub.add_parser(
+        "chat",
+        help="chat with the bot in this terminal, through the same memory (needs only GEMINI_API_KEY)",
+        description=(
+            "Talk with the bot here: what you say is remembered in a scope of its own (`terminal`, apart "
+            "from every Discord server and DMs), learned when you go quiet and when you leave, and recalled "
+            "in its replies. /facts, /forget ID, /remember TEXT, /flush, /quit. Reads a pipe too."
+        ),
+    )
+    chat.add_argument(
+        "--name", type=_name, help="who you are; the same name is the same person (default: your login name)"
+    )
 
     check = sub.add_parser("check", help="show effective settings and check the database")
     check.add_argument("--json", action="store_true")
@@ -177,9 +200,11 @@ def _main(argv: Sequence[str] | None) -> int:
         if command == "check" and getattr(args, "json", False):  # scripts still get their JSON verdict
             print(json.dumps({"ok": False, "settings": None, "database": None, "problems": exc.problems}))
         return _report(exc.problems)
-    # The bot logs to stdout (what hosts collect); operator commands keep stdout for their output.
+    # The bot logs to stdout (what hosts collect); operator commands keep stdout for their output. The chat
+    # says what fails in its own lines, so only errors are logged between them (LOG_LEVEL=DEBUG: all).
+    level = logging.getLevelName(settings.log_level)
     logging.basicConfig(
-        level=settings.log_level,
+        level=logging.ERROR if command == "chat" and level > logging.DEBUG else level,
         stream=sys.stdout if command == "run" else sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
@@ -198,6 +223,8 @@ def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int
         from bot.runner import run_bot
 
         return run_bot(settings)
+    if command == "chat":
+        return cmd_chat(settings, args)
     if command == "check":
         return cmd_check(settings, args)
     if command == "facts":
@@ -236,6 +263,21 @@ async def _maintenance(settings: Settings) -> Maintenance:
     """
     require_database(settings)
     return await open_maintenance(settings)
+
+
+# ---- chat ---------------------------------------------------------------------------------------------
+
+
+def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
+    """The terminal chat (bot/terminal.py); a Gemini key is all it needs."""
+    missing = settings.missing("gemini_api_key")
+    if missing:
+        raise CliError(*missing, "python -m bot chat talks with Gemini; put the key in .env")
+    from bot.terminal import default_name, run_chat
+
+    return run_chat(
+        settings, name=args.name or default_name(), stdin=sys.stdin, out=sys.stdout, err=sys.stderr
+    )
 
 
 # ---- check --------------------------------------------------------------------------------------------
@@ -422,7 +464,7 @@ def parse_line(raw: bytes, *, first: bool = False) -> dict[str, Any] | ValueErro
 def _scope_field(item: dict[str, Any]) -> str:
     scope = item.get("scope")
     if not isinstance(scope, str) or not valid_scope(scope):
-        raise ValueError("'scope' must be guild:<id> or dm")
+        raise ValueError("'scope' must be guild:<id>, dm or terminal")
     return scope
 
 

@@ -18,6 +18,8 @@ from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
+# With the Gemini key alone the memory can be tried already (README, command 1).
+TRY_CHAT = ". Meanwhile `python -m bot chat` talks with the bot here, with the Gemini key alone"
 TOKEN_REJECTED = "Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal"
 
 
@@ -42,8 +44,9 @@ def run_bot(settings: Settings) -> int:
     """`python -m bot run`: returns the process exit code."""
     missing = settings.missing("discord_token", "gemini_api_key")
     if missing:
+        hint = TRY_CHAT if settings.gemini_api_key else ""
         for line in missing:
-            print(f"error: {line}; see README.md and .env.example", file=sys.stderr)
+            print(f"error: {line}; see README.md and .env.example{hint}", file=sys.stderr)
         return 1
     try:
         asyncio.run(serve(settings))

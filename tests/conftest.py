@@ -12,6 +12,8 @@ from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, Store
+from standins.brain import FakeBrain
+from standins.gemini import GeminiStandIn
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 
 
@@ -59,3 +61,12 @@ async def service(settings: Settings, llm: FakeLLM, embedder: FakeEmbedder) -> A
     await svc.start()
     yield svc
     await svc.close(timeout=2)
+
+
+@pytest.fixture
+async def gemini_brain() -> AsyncIterator[tuple[GeminiStandIn, FakeBrain]]:
+    """The Gemini stand-in answering memory tasks by rule (standins/brain.py) and chat with one line."""
+    async with GeminiStandIn() as standin:
+        brain = FakeBrain(chat_reply="Noted, thanks.")
+        standin.generate_handler = brain
+        yield standin, brain

@@ -15,7 +15,7 @@ from discord.ext import commands
 from bot.client import MemoryBot
 from bot.cogs import telling
 from bot.discord_text import speaker_name, split_message
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
+from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, chat_persona, with_recalled
 from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.ports import (
     ChatTool,
@@ -328,8 +328,7 @@ class Chat(commands.Cog):
         return (REMEMBER_TOOL, FORGET_TOOL) if self.memory_on(message) else ()
 
     async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
-        guide = memory_guide(utcnow().strftime("%A, %d %B %Y"), memory_on=self.memory_on(message))
-        persona = f"{self.bot.settings.bot_persona}\n\n{guide}"
+        persona = chat_persona(self.bot.settings.bot_persona, utcnow(), memory_on=self.memory_on(message))
         if not self.memory_on(message):
             return persona
         query, context = self.query(message, messages)
@@ -349,9 +348,7 @@ class Chat(commands.Cog):
             )
             log.warning("recall failed; answering without memory: %s", reason)
             return persona
-        if not recalled.block:
-            return persona
-        return f"{persona}\n\n{CHAT_MEMORY_PREAMBLE}\n{recalled.block}"
+        return with_recalled(persona, recalled.block)
 
     # ---- replying ----------------------------------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ The engine's own prompts (extraction, consolidation, remembering) live in `bot/m
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from bot.memory.ports import ChatTool
 
 CHAT_MEMORY_PREAMBLE = (
@@ -49,3 +51,15 @@ def memory_guide(today: str, *, memory_on: bool) -> str:
         "remember or forget tool; never claim to have remembered or forgotten anything yourself. You "
         "remember nothing else: not images, not what is said in other servers."
     )
+
+
+def chat_persona(persona: str, now: datetime, *, memory_on: bool) -> str:
+    """The system instruction every chat reply starts from (Discord's and the terminal's alike): the
+    configured persona, then what the model is told about its memory and today's date."""
+    return f"{persona}\n\n{memory_guide(now.strftime('%A, %d %B %Y'), memory_on=memory_on)}"
+
+
+def with_recalled(system: str, block: str) -> str:
+    """`system` with the recalled facts' block, introduced as data rather than instructions; unchanged
+    when nothing was recalled."""
+    return f"{system}\n\n{CHAT_MEMORY_PREAMBLE}\n{block}" if block else system

@@ -115,9 +115,12 @@ class CaptureBuffer:
 
     # ---- lifecycle -----------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Load what a previous run left in the buffer, then start writing and scheduling."""
+    async def start(self, scope: str | None = None) -> None:
+        """Load what a previous run left in the buffer (of `scope` only, when given: the channels this
+        process flushes), then start writing and scheduling."""
         for pending in await self.store.call(Storage.pending_channels):
+            if scope is not None and pending.scope != scope:
+                continue
             self._channels[pending.channel_id] = _ChannelState(
                 pending.scope, pending.count, pending.first_captured_at, pending.last_captured_at
             )

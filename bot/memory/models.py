@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 DM_SCOPE = "dm"
+# `python -m bot chat`: a scope of its own, which Discord can never produce (`guild_scope` gives only
+# guild:<id> and dm), so terminal facts never reach Discord and Discord's never reach the terminal.
+TERMINAL_SCOPE = "terminal"
 
 
 def guild_scope(guild_id: int | str | None) -> str:
@@ -20,12 +23,12 @@ def is_discord_id(text: str) -> bool:
 
 
 def valid_scope(scope: str) -> bool:
-    """Whether `scope` is `dm` or `guild:<digits>`."""
-    return scope == DM_SCOPE or guild_id_of(scope) is not None
+    """Whether `scope` is `dm`, `terminal` or `guild:<digits>`."""
+    return scope in (DM_SCOPE, TERMINAL_SCOPE) or guild_id_of(scope) is not None
 
 
 def guild_id_of(scope: str) -> int | None:
-    """The guild id of a `guild:<id>` scope; None for DMs."""
+    """The guild id of a `guild:<id>` scope; None for DMs and the terminal."""
     prefix, _, rest = scope.partition(":")
     return int(rest) if prefix == "guild" and is_discord_id(rest) else None
 

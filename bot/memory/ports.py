@@ -146,7 +146,7 @@ class ChatModel(Protocol):
 class Storage(Protocol):
     """The storage the engine (and the bot and CLI, through the engine's worker) reads and writes.
 
-    Every method is one atomic unit of work. Scopes are "dm" or "guild:<id>"; a person is (scope, user_id).
+    Every method is one atomic unit of work. Scopes are "dm", "terminal" or "guild:<id>"; a person is (scope, user_id).
     """
 
     # ---- the message buffer ----------------------------------------------------------------------------

@@ -111,11 +111,15 @@ class MemoryService:
         self._watcher: asyncio.Task[None] | None = None
         self.recall_failures = 0
 
-    async def start(self) -> None:
-        """Load caches and start capturing; overdue buffers from a previous run flush first."""
+    async def start(self, *, scope: str | None = None) -> None:
+        """Load caches and start capturing; overdue buffers from a previous run flush first.
+
+        `scope`: flush only that scope's buffers. A front end of its own (the terminal chat) leaves the
+        Discord bot's channels to the bot, which may be running on the same database.
+        """
         await self.reload_caches()
         await self.store.call(Storage.drop_lone_bot_turns)
-        await self.capture_buffer.start()
+        await self.capture_buffer.start(scope)
         self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
 
     async def reload_caches(self) -> None:

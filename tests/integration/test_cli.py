@@ -21,9 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def run_cli(
-    *args: str, env: dict[str, str], cwd: Path, prefix: Sequence[str] = (), stdout: int | None = None
+    *args: str,
+    env: dict[str, str],
+    cwd: Path,
+    prefix: Sequence[str] = (),
+    stdout: int | None = None,
+    stdin: str | None = None,
 ) -> tuple[int, str, str]:
-    """Run `python -m bot args...` (after `prefix`, e.g. setpriv); `stdout` replaces the captured pipe."""
+    """Run `python -m bot args...` (after `prefix`, e.g. setpriv); `stdout` replaces the captured pipe,
+    `stdin` is typed into a pipe (then its end)."""
     proc = await asyncio.create_subprocess_exec(
         *prefix,
         sys.executable,
@@ -32,10 +38,12 @@ async def run_cli(
         *args,
         cwd=cwd,
         env=env,
+        stdin=None if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE if stdout is None else stdout,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    typed = None if stdin is None else stdin.encode()
+    out, err = await asyncio.wait_for(proc.communicate(typed), timeout=120)
     assert proc.returncode is not None
     return proc.returncode, (out or b"").decode(), err.decode()
 
