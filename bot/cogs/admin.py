@@ -25,8 +25,10 @@ from bot.cogs.memory_commands import (
     forgot_text,
     readable_by,
 )
-from bot.memory.models import guild_scope
+from bot.memory.models import GuildSettings, guild_scope
+from bot.memory.service import PERSONA_MAX_CHARS
 
+STATUS_MAX_CHARS = 1900  # a status fits one message (2,000 characters) with room to spare
 ChannelOption = app_commands.AppCommandChannel | app_commands.AppCommandThread
 NOT_A_CATEGORY = "Pick a channel or a thread, not a category."
 
@@ -80,6 +82,11 @@ class Admin(commands.Cog, name="admin"):
     )
     logchannel_group = app_commands.Group(
         name="logchannel", description="Where the memory log of this server is posted", parent=admin_group
+    )
+    persona_group = app_commands.Group(
+        name="persona",
+        description="How the bot presents itself in this server or a channel",
+        parent=admin_group,
     )
 
     def __init__(self, bot: MemoryBot) -> None:
@@ -263,6 +270,85 @@ class Admin(commands.Cog, name="admin"):
             if visible
             else "Members can now see only their own facts.",
         )
+
+    @persona_group.command(
+        name="set", description="Set the bot's persona for this server, or for one channel"
+    )
+    @app_commands.describe(
+        text="Who the bot is and how it speaks (its system instruction)",
+        channel="Only in this channel (and its threads); leave empty for the whole server",
+    )
+    async def persona_set(
+        self,
+        interaction: discord.Interaction,
+        text: app_commands.Range[str, 1, PERSONA_MAX_CHARS],
+        channel: ChannelOption | None = None,
+    ) -> None:
+        where = "this server" if channel is None else channel.mention
+        await self.change(
+            interaction,
+            self.bot.memory.set_persona(
+                str(guild_id(interaction)), None if channel is None else str(channel.id), text
+            ),
+            f"set the bot's persona in {where}",
+            f"From now on I answer in {where} as: {text}",
+        )
+
+    @persona_group.command(name="clear", description="Go back to the default persona here")
+    @app_commands.describe(channel="The channel whose own persona to remove; leave empty for the server's")
+    async def persona_clear(
+        self, interaction: discord.Interaction, channel: ChannelOption | None = None
+    ) -> None:
+        where = "this server" if channel is None else channel.mention
+        fallback = "the server's persona" if channel is not None else "my default persona"
+        await self.change(
+            interaction,
+            self.bot.memory.set_persona(
+                str(guild_id(interaction)), None if channel is None else str(channel.id), None
+            ),
+            f"cleared the bot's persona in {where}",
+            f"The persona of {where} is cleared: I answer there with {fallback}.",
+        )
+
+    @admin_group.command(name="status", description="What is in force in this server: memory, log, personas")
+    async def status(self, interaction: discord.Interaction) -> None:
+        settings = self.bot.memory.guild(str(guild_id(interaction)))
+        await interaction.response.send_message(
+            format_status(settings, self.bot.settings.bot_persona), ephemeral=True
+        )
+
+
+def format_status(settings: GuildSettings, default_persona: str) -> str:
+    """A server's settings, including which persona answers where."""
+    lines = [
+        "**Memory in this server**",
+        f"Memory: {'on' if settings.memory_enabled else 'off'}",
+        "Memory log: "
+        + (f"<#{settings.log_channel_id}>" if settings.log_channel_id else "the bot's default"),
+        f"Members see each other's facts: {'yes' if settings.members_see_others else 'no'}",
+        "Ignored channels: " + (", ".join(f"<#{c}>" for c in sorted(settings.ignored_channel_ids)) or "none"),
+        "**Persona**",
+        "Server-wide: "
+        + (quoted(settings.persona) if settings.persona else f"the default, {quoted(default_persona)}"),
+    ]
+    channels = [
+        f"In <#{channel}>: {quoted(text)}" for channel, text in sorted(settings.channel_personas.items())
+    ]
+    shown = len(channels)
+    while shown and len(_status_text(lines, channels, shown)) > STATUS_MAX_CHARS:  # one Discord message
+        shown -= 1
+    return _status_text(lines, channels, shown)
+
+
+def _status_text(lines: list[str], channels: list[str], shown: int) -> str:
+    more = [f"… and {plural(len(channels) - shown, 'more channel')}"] if shown < len(channels) else []
+    return "\n".join([*lines, *channels[:shown], *more])
+    return "\n".join(lines + channels)
+
+
+def quoted(text: str, limit: int = 200) -> str:
+    """A persona shown in a status line: quoted, and cut so that many of them fit one Discord message."""
+    return f"“{text if len(text) <= limit else text[: limit - 1] + '…'}”"
 
 
 async def setup(bot: MemoryBot) -> None:

@@ -327,8 +327,18 @@ class Chat(commands.Cog):
         """What the model may ask the bot to do: remember or forget for the author, where memory is on."""
         return (REMEMBER_TOOL, FORGET_TOOL) if self.memory_on(message) else ()
 
+    def persona(self, message: discord.Message) -> str:
+        """The persona in force where `message` was said: the channel's, the server's, else BOT_PERSONA."""
+        if message.guild is None:
+            return self.bot.settings.bot_persona
+        parent = self.parent_channel_id(message.channel)
+        chosen = self.bot.memory.guild(str(message.guild.id)).persona_for(
+            str(message.channel.id), None if parent is None else str(parent)
+        )
+        return chosen or self.bot.settings.bot_persona
+
     async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
-        persona = chat_persona(self.bot.settings.bot_persona, utcnow(), memory_on=self.memory_on(message))
+        persona = chat_persona(self.persona(message), utcnow(), memory_on=self.memory_on(message))
         if not self.memory_on(message):
             return persona
         query, context = self.query(message, messages)

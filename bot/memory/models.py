@@ -214,3 +214,13 @@ class GuildSettings:
     log_channel_id: str | None = None
     members_see_others: bool = False
     ignored_channel_ids: set[str] = field(default_factory=set)
+    persona: str | None = None  # the server's own persona, instead of BOT_PERSONA
+    channel_personas: dict[str, str] = field(default_factory=dict)  # channel id -> persona there
+
+    def persona_for(self, channel_id: str, parent_channel_id: str | None = None) -> str | None:
+        """The persona in force in a channel: its own, else its parent's (a thread's channel), else the
+        server's; None means the bot's default."""
+        for channel in (channel_id, parent_channel_id):
+            if channel is not None and channel in self.channel_personas:
+                return self.channel_personas[channel]
+        return self.persona

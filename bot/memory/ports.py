@@ -270,11 +270,15 @@ class Storage(Protocol):
     def guild_settings(self) -> dict[str, GuildSettings]: ...
 
     def update_guild_settings(self, guild_id: str, /, **changes: Any) -> GuildSettings:
-        """Set memory_enabled, log_channel_id or members_see_others; switching memory off drops the
-        server's buffered messages."""
+        """Set memory_enabled, log_channel_id, members_see_others or persona; switching memory off drops
+        the server's buffered messages."""
         ...
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None: ...
+
+    def set_channel_persona(self, guild_id: str, channel_id: str, persona: str | None) -> None:
+        """A channel's own persona (None: the server's is used there again)."""
+        ...
 
     def get_state(self, key: str) -> str | None: ...
 

@@ -52,6 +52,7 @@ from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_rea
 log = logging.getLogger(__name__)
 
 MAX_BAD_ANSWERS = 5  # unusable answers for the same chunk before it is skipped (outages never count)
+PERSONA_MAX_CHARS = 2000  # a persona is part of every reply's prompt in its server or channel
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
 
 
@@ -568,6 +569,19 @@ class MemoryService:
             self._restore_guild(guild_id, before)
             raise
         self._guilds = await self.store.call(Storage.guild_settings)
+
+    async def set_persona(self, guild_id: str, channel_id: str | None, persona: str | None) -> str | None:
+        """Set (or with None clear) the persona of a server or of one of its channels; returns the text
+        stored, cleaned and cut to `PERSONA_MAX_CHARS`."""
+        text = clean(persona, PERSONA_MAX_CHARS) if persona is not None else None
+        if text is not None and not worth_reading(text):
+            raise ValueError("a persona needs some text")
+        if channel_id is None:
+            await self.store.call(Storage.update_guild_settings, guild_id, persona=text)
+        else:
+            await self.store.call(Storage.set_channel_persona, guild_id, channel_id, text)
+        self._guilds = await self.store.call(Storage.guild_settings)
+        return text
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)

@@ -633,3 +633,64 @@ async def test_unignore_says_so_when_nothing_was_ignored(tmp_path: Path) -> None
         )
         assert data["content"] == f"I may remember messages in <#{random}> again."
         assert w.bot.memory.guild(str(w.alpha.id)).ignored_channel_ids == set()
+
+
+def system_of(request: dict[str, Any]) -> str:
+    return request["systemInstruction"]["parts"][0]["text"]
+
+
+async def persona(w: World, subcommand: str, **options: Any) -> str:
+    """Alice (an admin of Alpha) runs /memory-admin persona <subcommand>; the answer's text."""
+    inter = await w.discord.invoke_command(
+        w.alice, "memory-admin", group="persona", subcommand=subcommand, channel_id=w.general, options=options
+    )
+    return str((await inter.wait_response())["data"]["content"])
+
+
+async def test_a_channel_persona_answers_in_that_channel_only_and_status_shows_where(tmp_path: Path) -> None:
+    async with world(tmp_path, bot_persona="You are Memo, a plain helper.") as w:
+        random = w.alpha.channels["random"]
+        answer = await persona(
+            w, "set", text="You are Captain Byte, a pirate who speaks in rhymes.", channel=random
+        )
+        assert "Captain Byte" in answer
+
+        await w.discord.send_message(random, w.bob, "hello there", mention_bot=True)
+        await w.discord.wait_for_bot_message(random, lambda m: True, timeout=10)
+        await w.discord.send_message(w.general, w.bob, "hello here", mention_bot=True)
+        await w.discord.wait_for_bot_message(w.general, lambda m: True, timeout=10)
+        in_random, in_general = w.chat_requests()
+        assert "Captain Byte" in system_of(in_random) and "Memo" not in system_of(in_random)
+        assert "Memo" in system_of(in_general) and "Captain Byte" not in system_of(in_general)
+
+        _, status = await command(w, w.alice, "memory-admin", w.alpha, subcommand="status")
+        assert f"In <#{random}>: “You are Captain Byte" in status["content"]
+        assert "Server-wide: the default, “You are Memo" in status["content"]
+
+        # A server-wide persona serves every other channel; clearing the channel's brings it there too.
+        inter = await w.discord.invoke_command(
+            w.alice,
+            "memory-admin",
+            group="persona",
+            subcommand="set",
+            channel_id=w.general,
+            options={"text": "You are Sage, a calm librarian."},
+        )
+        await inter.wait_response()
+        inter = await w.discord.invoke_command(
+            w.alice,
+            "memory-admin",
+            group="persona",
+            subcommand="clear",
+            channel_id=w.general,
+            options={"channel": random},
+        )
+        assert "server's persona" in (await inter.wait_response())["data"]["content"]
+        await w.discord.send_message(random, w.bob, "and now?", mention_bot=True)
+        await eventually(lambda: _count(w, 3), what="the third reply")
+        assert "Sage" in system_of(w.chat_requests()[-1])
+        assert w.bot.memory.guild(str(w.beta.id)).persona is None  # the other server is untouched
+
+
+async def _count(w: World, n: int) -> bool:
+    return len(w.chat_requests()) >= n

@@ -48,9 +48,27 @@ def test_every_settings_change_moves_the_version(store: Store) -> None:
     seen.append(store.settings_version())
     store.set_channel_ignored("100", "c9", True)
     seen.append(store.settings_version())
-    store.set_state("command_hash", "x")  # not a setting that capture reads
+    store.set_channel_persona("100", "c1", "You are a pirate.")
     seen.append(store.settings_version())
-    assert seen == [0, 1, 2, 3, 3]
+    store.set_state("command_hash", "x")  # not a setting that capture or replies read
+    seen.append(store.settings_version())
+    assert seen == [0, 1, 2, 3, 4, 4]
+
+
+def test_personas_are_stored_per_server_and_channel(store: Store) -> None:
+    store.update_guild_settings("100", persona="You are Sage.")
+    store.set_channel_persona("100", "c1", "You are a pirate.")
+    store.set_channel_persona("200", "c9", "You are a poet.")
+    settings = store.guild_settings()
+    assert settings["100"].persona == "You are Sage." and settings["100"].channel_personas == {
+        "c1": "You are a pirate."
+    }
+    assert settings["200"].persona is None and settings["200"].channel_personas == {"c9": "You are a poet."}
+    store.set_channel_persona("100", "c1", None)
+    store.update_guild_settings("100", persona=None)
+    assert (
+        store.guild_settings()["100"].channel_personas == {} and store.guild_settings()["100"].persona is None
+    )
 
 
 @pytest.fixture

@@ -331,3 +331,23 @@ async def test_autocomplete_offers_only_the_callers_facts(service: MemoryService
     own = {f.id for f in await service.list_facts(SCOPE, OWNER)}
     assert {c.value for c in choices} == own
     assert all(c.name.startswith(f"#{c.value} · fact number") for c in choices)
+
+
+def test_the_persona_in_force_is_the_channels_then_its_parents_then_the_servers() -> None:
+    from bot.memory.models import GuildSettings
+
+    settings = GuildSettings("1", persona="server", channel_personas={"10": "ten", "20": "twenty"})
+    assert settings.persona_for("10") == "ten"
+    assert settings.persona_for("thread", "20") == "twenty"  # a thread of channel 20
+    assert settings.persona_for("30") == "server"
+    assert GuildSettings("2").persona_for("10") is None  # the bot's default
+
+
+def test_a_status_with_many_channel_personas_fits_one_message() -> None:
+    from bot.cogs.admin import STATUS_MAX_CHARS, format_status
+    from bot.memory.models import GuildSettings
+
+    many = {str(1000 + i): "x" * 500 for i in range(40)}
+    text = format_status(GuildSettings("1", channel_personas=many), "default")
+    assert len(text) <= STATUS_MAX_CHARS and "more channels" in text
+    assert text.count("In <#") + int(text.rsplit("and ", 1)[1].split()[0]) == 40

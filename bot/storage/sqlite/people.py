@@ -47,13 +47,16 @@ class People(Connected):
         out: dict[str, GuildSettings] = {}
         for row in select(
             self.conn,
-            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others FROM guild_settings",
+            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others, persona FROM guild_settings",
         ):
             out[row["guild_id"]] = guild_settings_from(row)
         for row in select(self.conn, "SELECT guild_id, channel_id FROM ignored_channels"):
             out.setdefault(row["guild_id"], GuildSettings(row["guild_id"])).ignored_channel_ids.add(
                 row["channel_id"]
             )
+        for row in select(self.conn, "SELECT guild_id, channel_id, persona FROM channel_personas"):
+            settings = out.setdefault(row["guild_id"], GuildSettings(row["guild_id"]))
+            settings.channel_personas[row["channel_id"]] = row["persona"]
         return out
 
     def get_state(self, key: str) -> str | None:

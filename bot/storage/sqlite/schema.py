@@ -121,6 +121,14 @@ MIGRATIONS: list[str] = [
     CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL) WITHOUT ROWID;
     INSERT OR IGNORE INTO app_state (key, value) VALUES ('settings_version', '0');
     """,
+    # 5: personas, for a whole server (NULL: the bot's default) and for single channels.
+    """
+    ALTER TABLE guild_settings ADD COLUMN persona TEXT;
+    CREATE TABLE channel_personas (
+        guild_id TEXT NOT NULL, channel_id TEXT NOT NULL, persona TEXT NOT NULL,
+        PRIMARY KEY (guild_id, channel_id)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -139,8 +139,8 @@ class Store(Facts, Search, Buffer, People, Coordination):
         return dropped
 
     def update_guild_settings(self, guild_id: str, /, **changes: Any) -> GuildSettings:
-        """Set memory_enabled, log_channel_id or members_see_others for a guild."""
-        allowed = {"memory_enabled", "log_channel_id", "members_see_others"}
+        """Set memory_enabled, log_channel_id, members_see_others or persona for a guild."""
+        allowed = {"memory_enabled", "log_channel_id", "members_see_others", "persona"}
         if not set(changes) <= allowed:
             raise ValueError(f"unknown guild settings: {sorted(set(changes) - allowed)}")
         with self._tx():
@@ -156,6 +156,21 @@ class Store(Facts, Search, Buffer, People, Coordination):
         if changes.get("memory_enabled") is False:
             self.checkpoint()
         return self.guild_settings().get(guild_id, GuildSettings(guild_id))
+
+    def set_channel_persona(self, guild_id: str, channel_id: str, persona: str | None) -> None:
+        with self._tx():
+            self._settings_changed()
+            if persona is None:
+                self.conn.execute(
+                    "DELETE FROM channel_personas WHERE guild_id = ? AND channel_id = ?",
+                    (guild_id, channel_id),
+                )
+            else:
+                self.conn.execute(
+                    "INSERT INTO channel_personas VALUES (?, ?, ?) ON CONFLICT (guild_id, channel_id) "
+                    "DO UPDATE SET persona = excluded.persona",
+                    (guild_id, channel_id, persona),
+                )
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         with self._tx():
