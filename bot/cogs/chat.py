@@ -14,7 +14,7 @@ from discord.ext import commands
 
 from bot.client import MemoryBot
 from bot.cogs import telling
-from bot.discord_text import speaker_name, split_message
+from bot.discord_text import speaker_name, streaming_parts
 from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
 from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.ports import (
@@ -383,10 +383,11 @@ class Chat(commands.Cog):
                         if isinstance(delta, ToolCall):
                             calls.append(delta)
                             continue
-                        text += delta
+                        # A new piece means the text so far is not the end: shown with the marker.
                         if not looks_blank(text) and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
-                            await self.show(message, sent, text, remember=remember)
+                            await self.show(message, sent, text, remember=remember, final=False)
                             last_sync = time.monotonic()
+                        text += delta
             if calls:  # the bot answers an explicit request in its own words, not the model's
                 await self.use_tools(message, sent, calls)
                 return
@@ -394,7 +395,7 @@ class Chat(commands.Cog):
                 raise ModelError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-            await self.show(message, sent, text, remember=remember)
+            await self.show(message, sent, text, remember=remember, final=True)
         except ModelRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
@@ -468,22 +469,27 @@ class Chat(commands.Cog):
         return not words and bool(message.attachments or message.stickers or not message.content.strip())
 
     async def show(
-        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool
+        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool, final: bool
     ) -> None:
-        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new."""
-        for index, part in enumerate(split_message(text)):
+        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new.
+
+        Until the `final` call the last part carries the streaming marker, so nobody takes a reply still
+        being written for a finished one; memory keeps the words without it.
+        """
+        shown, said = streaming_parts(text, final=final)
+        for index, (part, words) in enumerate(zip(shown, said, strict=True)):
             if index < len(sent):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
                     if remember:
-                        await self.bot.memory.message_edited(str(sent[index].id), part)
+                        await self.bot.memory.message_edited(str(sent[index].id), words)
                 continue
             if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))
             else:
                 sent.append(await trigger.channel.send(part))
             if remember:
-                self.capture(sent[-1], own_text=part, reply_to=trigger.id)
+                self.capture(sent[-1], own_text=words, reply_to=trigger.id)
 
     @staticmethod
     async def swap(
