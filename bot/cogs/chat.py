@@ -7,11 +7,12 @@ import contextlib
 import logging
 import math
 import time
-from typing import Literal
+from collections.abc import Mapping
 
 import discord
 from discord.ext import commands
 
+from bot.attachments import AttachmentReader, attachment_limits
 from bot.client import MemoryBot
 from bot.cogs import telling
 from bot.discord_text import speaker_name, streaming_parts
@@ -24,6 +25,7 @@ from bot.memory.ports import (
     ModelKeyRejected,
     ModelRefusal,
     ToolCall,
+    TurnPart,
     usage_scope,
 )
 from bot.memory.recall import Participant
@@ -42,7 +44,7 @@ KEY_REJECTED_LOG = (
 )
 REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
-NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
+NO_TEXT_REPLY = "I can read words, images and text files, but not that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and try again in {seconds} s."
 
@@ -243,39 +245,65 @@ class Chat(commands.Cog):
         # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
         return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
-    def turns(self, messages: list[discord.Message], room: int) -> list[ChatTurn]:
-        """Gemini turns: people by name as user turns, the bot's own messages as model turns.
+    def turns(
+        self,
+        messages: list[discord.Message],
+        room: int,
+        attached: Mapping[int, list[TurnPart]] | None = None,
+    ) -> list[ChatTurn]:
+        """Gemini turns: people by name as user turns, the bot's own messages as model turns, each
+        person's message followed by its `attached` parts (images, files' text, notes).
 
-        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns would pass
-        `room` characters (the newest message is always sent), so one huge message cannot make a huge and
-        costly prompt.
+        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns' text
+        would pass `room` characters (the newest message is always sent), so one huge message cannot make
+        a huge and costly prompt; images are bounded by ATTACHMENTS_PER_PROMPT instead.
         """
         me = self.bot.user
         limit = self.bot.settings.chat_turn_max_chars
         room = max(room, limit)
-        said: list[tuple[Literal["user", "model"], str]] = []
+        said: list[ChatTurn] = []
         for m in messages:
             text = clean(strip_background_blocks(m.clean_content), limit)
-            if not text:
+            parts = list((attached or {}).get(m.id, ()))
+            if not text and not parts:
                 continue
-            own = me is not None and m.author.id == me.id
-            said.append(("model", text) if own else ("user", f"{speaker_name(m.author)}: {text}"))
-        kept: list[tuple[Literal["user", "model"], str]] = []
-        size = 0
-        for role, text in reversed(said):  # newest first: the question itself is always kept
-            if kept and size + len(text) + 1 > room:
-                break
-            kept.append((role, text[:room]))
-            size += len(text) + 1
-        turns: list[ChatTurn] = []
-        for role, text in reversed(kept):
-            if turns and turns[-1].role == role:
-                turns[-1] = ChatTurn(role, f"{turns[-1].text}\n{text}")
+            if me is not None and m.author.id == me.id:
+                said.append(ChatTurn("model", text))
             else:
-                turns.append(ChatTurn(role, text))
+                said.append(ChatTurn("user", f"{speaker_name(m.author)}: {text}".rstrip(), parts))
+        kept: list[ChatTurn] = []
+        size = 0
+        for turn in reversed(said):  # newest first: the question itself is always kept
+            cost = len(turn.text) + sum(len(p) for p in turn.parts if isinstance(p, str)) + 1
+            if kept and size + cost > room:
+                break
+            kept.append(ChatTurn(turn.role, turn.text[:room], turn.parts))
+            size += cost
+        turns: list[ChatTurn] = []
+        for turn in reversed(kept):
+            if turns and turns[-1].role == turn.role and not turns[-1].parts and not turn.parts:
+                turns[-1] = ChatTurn(turn.role, f"{turns[-1].text}\n{turn.text}")
+            else:  # a message with attachments keeps them next to it (one Gemini content, in order)
+                turns.append(turn)
         while turns and turns[0].role == "model":
             turns.pop(0)
         return turns
+
+    async def attachments(
+        self, message: discord.Message, messages: list[discord.Message]
+    ) -> dict[int, list[TurnPart]]:
+        """The parts of people's attachments in the conversation, by message id: the message being
+        answered comes first for the caps, then the newest."""
+        me = self.bot.user
+        ordered = [message, *(m for m in reversed(messages) if m.id != message.id)]
+        wanted = [
+            (m.id, m.attachments)
+            for m in ordered
+            if m.attachments and not (me is not None and m.author.id == me.id)
+        ]
+        if not wanted:
+            return {}
+        return await AttachmentReader(attachment_limits(self.bot.settings)).read(wanted)
 
     def participants(self, messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
         """Whose memories the reply may use: never more than the author could see with /facts.
@@ -374,8 +402,10 @@ class Chat(commands.Cog):
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                system = await self.system_instruction(message, messages)
-                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system))
+                system, attached = await asyncio.gather(
+                    self.system_instruction(message, messages), self.attachments(message, messages)
+                )
+                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system), attached)
                 stream = self.bot.gemini.chat_stream(system=system, turns=turns, tools=self.tools(message))
                 calls: list[ToolCall] = []
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
@@ -464,9 +494,10 @@ class Chat(commands.Cog):
 
     @staticmethod
     def only_media(message: discord.Message) -> bool:
-        """An image, file or sticker with no words beside the mentions ("@Bot" + a photo)."""
+        """A sticker (or nothing at all) with no words beside the mentions and no attachment to read;
+        "@Bot" with a photo is answered, the photo being what it says."""
         words = strip_background_blocks(strip_mentions(message.content)).strip()
-        return not words and bool(message.attachments or message.stickers or not message.content.strip())
+        return not words and not message.attachments and bool(message.stickers or not message.content.strip())
 
     async def show(
         self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool, final: bool

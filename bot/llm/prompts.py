@@ -47,5 +47,6 @@ def memory_guide(today: str, *, memory_on: bool) -> str:
         "what you remember with /facts, erase it with /forget, and can tell you directly with /remember "
         "or by asking you to 'remember that ...' (or 'forget that ...'). For such requests call the "
         "remember or forget tool; never claim to have remembered or forgotten anything yourself. You "
-        "remember nothing else: not images, not what is said in other servers."
+        "see the images and text files attached to this conversation, but you remember nothing else: not "
+        "attachments, not what is said in other servers."
     )

@@ -441,11 +441,12 @@ async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_w
 ) -> None:
     async with world(tmp_path) as w:
         dm = w.discord.dm_channel_id(w.alice)
-        await w.discord.send_dm(w.alice, "", attachments=[IMAGE])
+        await w.discord.send_dm(w.alice, "", stickers=["wave"])
         note = await w.discord.wait_for_bot_message(dm, timeout=10)
         assert note["content"] == NO_TEXT_REPLY
-        # "@Bot" and a photo in a server: the mention is not words either.
-        await w.discord.send_message(w.general, w.bob, "", attachments=[IMAGE], mention_bot=True)
+        # "@Bot" and a sticker in a server: the mention is not words either. (A photo is answered: the
+        # model sees it, tests/e2e/test_e2e_attachments.py.)
+        await w.discord.send_message(w.general, w.bob, "", stickers=["wave"], mention_bot=True)
         note = await w.discord.wait_for_bot_message(w.general, timeout=10)
         assert note["content"] == NO_TEXT_REPLY
         assert w.chat_requests() == []

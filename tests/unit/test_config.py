@@ -121,3 +121,19 @@ def test_an_unreadable_dotenv_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_settings(dotenv_path=env_file)
     assert err.value.problems[0].startswith(f"cannot read settings file {env_file}: ")
+
+
+def test_attachment_caps_have_defaults_zero_switches_them_off_and_bad_values_are_named() -> None:
+    s = load_settings({})
+    assert (s.attachment_max_bytes, s.attachments_per_message, s.attachments_per_prompt) == (10 * 2**20, 4, 8)
+    assert s.attachment_text_max_chars == 12000
+    assert load_settings({"ATTACHMENTS_PER_PROMPT": "0"}).attachments_per_prompt == 0
+    with pytest.raises(ConfigError) as err:
+        load_settings({"ATTACHMENT_MAX_BYTES": "0", "ATTACHMENTS_PER_MESSAGE": "-1"})
+    assert err.value.problems == [
+        "ATTACHMENT_MAX_BYTES='0' is not valid: expected a positive number of bytes such as 10485760 (10 MiB)",
+        "ATTACHMENTS_PER_MESSAGE='-1' is not valid: expected a whole number such as 4 (0: attachments are not read)",
+    ]
+    example = (Path(__file__).resolve().parents[2] / ".env.example").read_text()
+    for name in ("ATTACHMENT_MAX_BYTES", "ATTACHMENTS_PER_MESSAGE", "ATTACHMENTS_PER_PROMPT"):
+        assert f"\n{name}=" in example
