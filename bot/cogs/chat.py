@@ -7,7 +7,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Mapping
+from typing import Any
 
 import discord
 from discord.ext import commands
@@ -15,12 +15,20 @@ from discord.ext import commands
 from bot.attachments import AttachmentReader, attachment_limits
 from bot.client import MemoryBot
 from bot.cogs import telling
+from bot.cogs.conversation import chat_turns, recall_query
 from bot.discord_text import speaker_name, streaming_parts
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, FORGET_TOOL, REMEMBER_TOOL, memory_guide
+from bot.llm.prompts import (
+    CHAT_MEMORY_PREAMBLE,
+    FORGET_TOOL,
+    REMEMBER_TOOL,
+    SEARCH_MEMORY_TOOL,
+    memory_guide,
+)
+from bot.llm.tool_rounds import ToolHandler, answer_with_tools
+from bot.memory.lookup import LookupRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.ports import (
     ChatTool,
-    ChatTurn,
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
@@ -28,13 +36,12 @@ from bot.memory.ports import (
     TurnPart,
     usage_scope,
 )
-from bot.memory.recall import Participant
-from bot.memory.text import clean, looks_blank, strip_background_blocks, strip_mentions, worth_reading
+from bot.memory.recall import Audience, Participant
+from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
 EDIT_INTERVAL_SECONDS = 1.5
-QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
@@ -245,50 +252,6 @@ class Chat(commands.Cog):
         # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
         return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
-    def turns(
-        self,
-        messages: list[discord.Message],
-        room: int,
-        attached: Mapping[int, list[TurnPart]] | None = None,
-    ) -> list[ChatTurn]:
-        """Gemini turns: people by name as user turns, the bot's own messages as model turns, each
-        person's message followed by its `attached` parts (images, files' text, notes).
-
-        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns' text
-        would pass `room` characters (the newest message is always sent), so one huge message cannot make
-        a huge and costly prompt; images are bounded by ATTACHMENTS_PER_PROMPT instead.
-        """
-        me = self.bot.user
-        limit = self.bot.settings.chat_turn_max_chars
-        room = max(room, limit)
-        said: list[ChatTurn] = []
-        for m in messages:
-            text = clean(strip_background_blocks(m.clean_content), limit)
-            parts = list((attached or {}).get(m.id, ()))
-            if not text and not parts:
-                continue
-            if me is not None and m.author.id == me.id:
-                said.append(ChatTurn("model", text))
-            else:
-                said.append(ChatTurn("user", f"{speaker_name(m.author)}: {text}".rstrip(), parts))
-        kept: list[ChatTurn] = []
-        size = 0
-        for turn in reversed(said):  # newest first: the question itself is always kept
-            cost = len(turn.text) + sum(len(p) for p in turn.parts if isinstance(p, str)) + 1
-            if kept and size + cost > room:
-                break
-            kept.append(ChatTurn(turn.role, turn.text[:room], turn.parts))
-            size += cost
-        turns: list[ChatTurn] = []
-        for turn in reversed(kept):
-            if turns and turns[-1].role == turn.role and not turns[-1].parts and not turn.parts:
-                turns[-1] = ChatTurn(turn.role, f"{turns[-1].text}\n{turn.text}")
-            else:  # a message with attachments keeps them next to it (one Gemini content, in order)
-                turns.append(turn)
-        while turns and turns[0].role == "model":
-            turns.pop(0)
-        return turns
-
     async def attachments(
         self, message: discord.Message, messages: list[discord.Message]
     ) -> dict[int, list[TurnPart]]:
@@ -332,43 +295,36 @@ class Chat(commands.Cog):
         permissions = getattr(trigger.author, "guild_permissions", None)
         return permissions is not None and permissions.manage_guild
 
-    def query(self, message: discord.Message, messages: list[discord.Message]) -> tuple[str, str]:
-        """What recall searches for: the message being answered (without the bot's own @mention, which
-        says nothing about anyone), and the few human turns before it as context, so a short follow-up
-        still finds what the talk is about without the talk drowning the question."""
-        earlier = [
-            m.clean_content
-            for m in messages
-            if m.id != message.id and not m.author.bot and m.clean_content.strip()
-        ]
-        text = message.clean_content
-        me = message.guild.me if message.guild is not None else self.bot.user
-        if me is not None:
-            for name in {me.display_name, me.name}:
-                text = text.replace(f"@{name}", "")
-        return text.strip()[:2000], "\n".join(earlier[-(QUERY_TURNS - 1) :])[-2000:]
+    def me(self, message: discord.Message) -> discord.abc.User | None:
+        """The bot as it shows in the message's place (its member in a server)."""
+        return message.guild.me if message.guild is not None else self.bot.user
 
     def memory_on(self, message: discord.Message) -> bool:
         return message.guild is None or self.bot.memory.guild(str(message.guild.id)).memory_enabled
 
-    def tools(self, message: discord.Message) -> tuple[ChatTool, ...]:
-        """What the model may ask the bot to do: remember or forget for the author, where memory is on."""
-        return (REMEMBER_TOOL, FORGET_TOOL) if self.memory_on(message) else ()
+    def tools(self, message: discord.Message, *, lookup: bool) -> tuple[ChatTool, ...]:
+        """What the model may ask the bot to do, where memory is on: remember or forget for the author,
+        and look further into the memories of the people present (`lookup`: when recall worked)."""
+        if not self.memory_on(message):
+            return ()
+        return (REMEMBER_TOOL, FORGET_TOOL, SEARCH_MEMORY_TOOL) if lookup else (REMEMBER_TOOL, FORGET_TOOL)
 
-    async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
+    async def system_instruction(
+        self, message: discord.Message, messages: list[discord.Message]
+    ) -> tuple[str, ToolHandler | None]:
+        """The persona, the memory guide and the recalled block; and the handler of the model's memory
+        lookups, which answers under the block's audience (None when memory is off or recall failed)."""
         guide = memory_guide(utcnow().strftime("%A, %d %B %Y"), memory_on=self.memory_on(message))
         persona = f"{self.bot.settings.bot_persona}\n\n{guide}"
         if not self.memory_on(message):
-            return persona
-        query, context = self.query(message, messages)
+            return persona, None
+        query, context = recall_query(message, messages, me=self.me(message))
+        scope, people = scope_of(message), self.participants(messages, message)
         try:
             async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                audience = await self.bot.audience.for_message(message)
                 recalled = await self.bot.memory.recall(
-                    scope_of(message),
-                    self.participants(messages, message),
-                    query,
-                    context=context,
-                    audience=await self.bot.audience.for_message(message),
+                    scope, people, query, context=context, audience=audience
                 )
         except Exception as exc:
             self.bot.memory.recall_failures += 1
@@ -376,10 +332,30 @@ class Chat(commands.Cog):
                 f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
             )
             log.warning("recall failed; answering without memory: %s", reason)
-            return persona
+            return persona, None
+        lookup = self.lookup(scope, people, audience, frozenset(recalled.fact_ids))
         if not recalled.block:
-            return persona
-        return f"{persona}\n\n{CHAT_MEMORY_PREAMBLE}\n{recalled.block}"
+            return persona, lookup
+        return f"{persona}\n\n{CHAT_MEMORY_PREAMBLE}\n{recalled.block}", lookup
+
+    def lookup(
+        self, scope: str, people: list[Participant], audience: Audience, shown: frozenset[int]
+    ) -> ToolHandler:
+        """The search_memory handler of one reply: the engine's lookup among the reply's people, under
+        its audience; a failure is an answer telling the model to go on without it."""
+
+        async def search(call: ToolCall) -> dict[str, Any]:
+            request = LookupRequest.from_args(call.args)
+            try:
+                async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                    return await self.bot.memory.search_memory(
+                        scope, people, request, audience=audience, shown=shown
+                    )
+            except Exception as exc:
+                log.warning("a memory lookup failed; the reply goes on without it: %r", exc)
+                return {"error": "memory cannot be searched just now; answer without it"}
+
+        return search
 
     # ---- replying ----------------------------------------------------------------------------------------------
 
@@ -402,11 +378,23 @@ class Chat(commands.Cog):
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                system, attached = await asyncio.gather(
+                (system, lookup), attached = await asyncio.gather(
                     self.system_instruction(message, messages), self.attachments(message, messages)
                 )
-                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system), attached)
-                stream = self.bot.gemini.chat_stream(system=system, turns=turns, tools=self.tools(message))
+                turns = chat_turns(
+                    messages,
+                    me=self.bot.user,
+                    turn_limit=self.bot.settings.chat_turn_max_chars,
+                    room=self.bot.settings.chat_prompt_max_chars - len(system),
+                    attached=attached,
+                )
+                stream = answer_with_tools(
+                    self.bot.gemini,
+                    system=system,
+                    turns=turns,
+                    tools=self.tools(message, lookup=lookup is not None),
+                    handlers={SEARCH_MEMORY_TOOL.name: lookup} if lookup is not None else {},
+                )
                 calls: list[ToolCall] = []
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
