@@ -114,7 +114,9 @@ def kind_of(filename: str, content_type: str | None) -> str | None:
 
 
 def _size(count: int) -> str:
-    return f"{count / 1024 / 1024:.1f} MB" if count >= 1024 * 1024 else f"{math.ceil(count / 1024)} kB"
+    if count >= 1024 * 1024:
+        return f"{count / 1024 / 1024:.1f} MB"
+    return f"{math.ceil(count / 1024)} kB" if count >= 1024 else f"{count} B"
 
 
 def fit_image(data: bytes, *, max_side: int = IMAGE_MAX_SIDE, max_bytes: int = IMAGE_MAX_BYTES) -> InlineData:
@@ -211,7 +213,9 @@ class AttachmentReader:
         parts: dict[tuple[K, int], list[TurnPart]] = {}
         for key, attachments in messages:
             for index, attachment in enumerate(attachments):
-                if index >= limits.per_message:
+                if not (limits.per_message and limits.per_prompt):
+                    reason = "attachments are not read here"
+                elif index >= limits.per_message:
                     reason = f"at most {limits.per_message} attachments of a message are read"
                 elif len(chosen) >= limits.per_prompt:
                     reason = f"at most {limits.per_prompt} attachments are read for a reply"

@@ -266,7 +266,11 @@ class Chat(commands.Cog):
         ]
         if not wanted:
             return {}
-        return await AttachmentReader(attachment_limits(self.bot.settings)).read(wanted)
+        try:
+            return await AttachmentReader(attachment_limits(self.bot.settings)).read(wanted)
+        except Exception:  # a bug or an odd file must not cost the reply: it goes on without attachments
+            log.exception("could not read the attachments of a reply in channel %s", message.channel.id)
+            return {}
 
     def participants(self, messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
         """Whose memories the reply may use: never more than the author could see with /facts.

@@ -8,7 +8,15 @@ import random
 import pytest
 from PIL import Image
 
-from bot.attachments import IMAGE_MAX_PIXELS, Skipped, fit_image, kind_of, read_text
+from bot.attachments import (
+    IMAGE_MAX_PIXELS,
+    AttachmentLimits,
+    AttachmentReader,
+    Skipped,
+    fit_image,
+    kind_of,
+    read_text,
+)
 
 
 def test_images_and_text_files_are_read_by_type_else_by_name_and_nothing_else_is() -> None:
@@ -57,3 +65,28 @@ def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> No
     )
     with pytest.raises(Skipped, match="not a text file"):
         read_text(b"PK\x03\x04\x00\x00", 100)
+
+
+class _File:
+    def __init__(self, filename: str, content_type: str | None, size: int = 10) -> None:
+        self.url, self.filename, self.content_type, self.size = (
+            "http://127.0.0.1:9/none",
+            filename,
+            content_type,
+            size,
+        )
+
+
+async def test_with_a_cap_of_zero_nothing_is_downloaded_and_the_model_is_told() -> None:
+    reader = AttachmentReader(AttachmentLimits(max_bytes=1000, per_message=0, per_prompt=8, text_chars=100))
+    parts = await reader.read([(1, [_File("cat.png", "image/png"), _File("a.md", None)])])
+    assert parts == {
+        1: [
+            "[image cat.png skipped: attachments are not read here]",
+            "[file a.md skipped: attachments are not read here]",
+        ]
+    }
+    # A name cannot close the note early or add lines.
+    reader = AttachmentReader(AttachmentLimits(max_bytes=1, per_message=4, per_prompt=8, text_chars=100))
+    [[note]] = (await reader.read([(1, [_File("x].png\u200b", "image/png", size=5)])])).values()
+    assert note == "[image x).png skipped: too large (5 B; at most 1 B)]"
