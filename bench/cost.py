@@ -12,6 +12,10 @@ to three similar facts of that person (the same candidate distance the bot uses)
 per candidate; a MERGE embeds its merged text (one more request). Both use the bot's prompts, so token
 differences come from the shape of the calls alone.
 
+Then the model's memory lookup (search_memory, `bench/lookup_cost.py`): people ask the bot about each
+other against what the busy run learned, and the report counts the replies that looked things up, their
+lookup rounds, and the chat calls and tokens a reply costs with and without one.
+
 Two paces are run for the bot: "busy" (every flush is a full 50-message chunk, as in a busy channel)
 and "script pace" (a message every 20 s across the three channels on a simulated clock, so quieter
 channels flush when they go quiet for 60 s, as configured by default).
@@ -27,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench import lookup_cost
 from bench.common import CACHE, DOCS, machine, ratio, table, write_json
 from bench.script import CHANNELS, SCOPE, conversation, messages
 from bot.app import open_memory
@@ -286,6 +291,8 @@ def report(results: dict[str, Any]) -> None:
     rows.append(["all tokens (prompt + output)", *sums, ratio(sums[-1], sums[0])])
     print(f"\nPer 100 messages ({results['messages']:,} scripted messages, 8 people, 3 channels)")
     print(table(["", *(label for label, _ in DESIGNS), "seed / bot busy"], rows))
+    print("\nReplies about people, after the busy run (search_memory: at most 2 lookup rounds a reply)")
+    print(table(lookup_cost.HEADERS, lookup_cost.report(results["lookups"])))
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -333,6 +340,12 @@ async def main_async(total: int) -> dict[str, Any]:
             results[key] = await run_bot(
                 standin, script, workdir / f"{key}.sqlite3", pace=pace, overrides=overrides
             )
+        print("asking the bot about people (memory lookups) ...", flush=True)
+        standin.generate_handler = lookup_cost.chat_brain
+        results["lookups"] = await lookup_cost.run_replies(
+            _settings(standin.base_url, workdir / "bot_busy.sqlite3")
+        )
+        standin.generate_handler = brain
         print("running the seed plan's per-message design ...", flush=True)
         results["seed"] = await run_seed(standin, list(messages(lines)), workdir / "seed.sqlite3")
     for key in [*(k for k, _, _ in BOT_RUNS), "seed"]:

@@ -64,6 +64,10 @@ class Settings:
     chat_history_limit: int = 20
     chat_turn_max_chars: int = 4000
     chat_prompt_max_chars: int = 32000
+    attachment_max_bytes: int = 10 * 1024 * 1024
+    attachments_per_message: int = 4
+    attachments_per_prompt: int = 8
+    attachment_text_max_chars: int = 12000
     chat_cooldown_replies: int = 5
     chat_cooldown_seconds: float = 60.0
     bot_persona: str = DEFAULT_PERSONA
@@ -216,6 +220,10 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "chat_history_limit": (_positive_int, "a positive integer such as 20"),
     "chat_turn_max_chars": (_positive_int, "a positive number of characters such as 4000"),
     "chat_prompt_max_chars": (_positive_int, "a positive number of characters such as 32000"),
+    "attachment_max_bytes": (_positive_int, "a positive number of bytes such as 10485760 (10 MiB)"),
+    "attachments_per_message": (_non_negative_int, "a whole number such as 4 (0: attachments are not read)"),
+    "attachments_per_prompt": (_non_negative_int, "a whole number such as 8 (0: attachments are not read)"),
+    "attachment_text_max_chars": (_positive_int, "a positive number of characters such as 12000"),
     "chat_cooldown_replies": (_non_negative_int, "a whole number of replies such as 5 (0: no cooldown)"),
     "chat_cooldown_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "admin_log_channel_id": (_snowflake, "a Discord channel id (a positive integer)"),

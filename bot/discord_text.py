@@ -9,6 +9,8 @@ from typing import Any
 from bot.memory.text import clean
 
 DISCORD_LIMIT = 2000
+# Trails the last part of a reply while it streams (as llmcord shows it); the last edit removes it.
+STREAMING_MARKER = " ⚪"
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$", re.M)
 
 
@@ -78,3 +80,14 @@ def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
             reopen = ""
         parts.append(part)
     return parts
+
+
+def streaming_parts(text: str, *, final: bool) -> tuple[list[str], list[str]]:
+    """The parts of a reply as shown and as said: while it streams (`final` False) the shown last part
+    ends with STREAMING_MARKER. Both are cut with room for the marker, so no part changes its cut when
+    the marker goes, and the said parts (what memory keeps) never hold it."""
+    said = split_message(text, DISCORD_LIMIT - len(STREAMING_MARKER))
+    shown = list(said)
+    if shown and not final:
+        shown[-1] += STREAMING_MARKER
+    return shown, said

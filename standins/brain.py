@@ -6,7 +6,9 @@ the speaker, marking health, money, belief and contact details as sensitive; a r
 the same for what one person asked to keep; consolidation invalidates a candidate that states the same
 kind of thing ("lives in", "works as") and keeps the rest. Chat requests get `chat_reply` (a string or
 a function of the body), except explicit requests ("remember that ...", "forget that ..."), which call
-the bot's tools when the request offers them, as a real model would.
+the bot's tools when the request offers them, as a real model would; and questions about someone the
+background block does not answer ("do you remember what Ana's dog is called?"), which look further with
+search_memory and are answered from what it found.
 """
 
 from __future__ import annotations
@@ -103,11 +105,85 @@ def remember(payload: dict[str, Any]) -> dict[str, Any]:
 
 def tool_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
     """A call of the bot's remember/forget tool for an explicit request, when the request offers it."""
-    offered = {f["name"] for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []}
+    offered = offered_tools(body)
     match = _EXPLICIT.search(last_user_text(body))
     if match is None or match.group(1).lower() not in offered:
         return None
     return [{"functionCall": {"name": match.group(1).lower(), "args": {"what": match.group(2).strip()}}}]
+
+
+_ASKED = re.compile(r"\bdo you (?:still )?(?:remember|recall)\b(?P<topic>[^?]*)\?", re.I)
+_ABOUT = re.compile(r"\babout (?P<name>[\w-]+)|\b(?P<owner>[\w-]+)'s\b", re.I)
+_SELF = frozenset({"me", "my", "i", "myself"})
+_FILLER = frozenset(
+    "what which who anything something about remember recall know called named again tell me is are was were "
+    "the a an of do does did you your has have had my me i".split()
+)
+
+
+def offered_tools(body: dict[str, Any]) -> set[str]:
+    return {f["name"] for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []}
+
+
+def search_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A search_memory call, as a model makes one when asked "do you remember ...?" about someone and the
+    background block does not answer it: the person named ("about Ana", "Ana's"; else the speaker), the
+    question's topic words as the query (none: their newest facts). After an answer whose texts are
+    cut, one more call asks for those facts in full."""
+    if "search_memory" not in offered_tools(body):
+        return None
+    contents = body.get("contents") or []
+    answers = [p["functionResponse"] for p in (contents[-1].get("parts") or []) if "functionResponse" in p]
+    if answers:
+        asked_full = any("ids" in (c.get("args") or {}) for c in function_calls(body))
+        answer = answers[-1].get("response") or {}
+        cut = [str(f["id"]) for f in answer.get("facts", []) if str(f.get("text", "")).endswith("…")]
+        if not cut or asked_full:
+            return None
+        args = {"person": answer.get("person", ""), "query": "", "ids": ", ".join(cut)}
+        return [{"functionCall": {"name": "search_memory", "args": args}}]
+    said = last_user_text(body)
+    asked = _ASKED.search(said)
+    if asked is None:
+        return None
+    named = _ABOUT.search(asked.group("topic")) or _ABOUT.search(said)
+    speaker = said.rsplit("\n", 1)[-1].split(":", 1)[0].strip()
+    person = (named.group("name") or named.group("owner")) if named else speaker
+    person = speaker if person.lower() in _SELF else person
+    topic = [
+        w
+        for w in re.findall(r"[\w']+", asked.group("topic").lower())
+        if w not in _FILLER and w != person.lower()
+    ]
+    topic = [w.removesuffix("'s") for w in topic if w.removesuffix("'s") != person.lower()]
+    block = system_text(body).lower()
+    if topic and all(w in block for w in topic):
+        return None  # the block answers it
+    args = {"person": person, "query": " ".join(topic)}
+    return [{"functionCall": {"name": "search_memory", "args": args}}]
+
+
+def function_calls(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        p["functionCall"]
+        for c in body.get("contents") or []
+        for p in c.get("parts") or []
+        if "functionCall" in p
+    ]
+
+
+def remembered_reply(body: dict[str, Any]) -> str | None:
+    """The answer after lookups: what they found, in full where it was asked for, or that nothing was."""
+    contents = body.get("contents") or []
+    answers = [
+        p["functionResponse"].get("response") or {}
+        for p in (contents[-1].get("parts") or [])
+        if "functionResponse" in p
+    ]
+    if not answers:
+        return None
+    texts = [str(f.get("text", "")) for answer in answers for f in answer.get("facts", [])]
+    return "From memory: " + "; ".join(texts) if texts else "I don't remember anything about that."
 
 
 def _predicate(text: str) -> str:
@@ -155,7 +231,10 @@ class FakeBrain:
         if system.startswith(REMEMBER_TASK):
             return json.dumps(remember(json.loads(last_user_text(body))))
         self.chat_requests.append(body)
-        call = tool_call(body)
+        call = tool_call(body) or search_call(body)
         if call is not None:
             return call
+        found = remembered_reply(body)
+        if found is not None:
+            return found
         return self.chat_reply(body) if callable(self.chat_reply) else self.chat_reply

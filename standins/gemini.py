@@ -5,12 +5,16 @@ It speaks what google-genai sends when given a `base_url`: `POST /{v1|v1beta}/mo
 `:batchEmbedContents` and `:embedContent`. Answers carry `usageMetadata` and errors use the real error JSON
 (including `google.rpc.RetryInfo`), so retry and accounting code meets the shapes it will meet in production.
 Tests replace `generate_handler` / `embed_handler` and queue faults with `fail_next`, `hang_next`,
-`malformed_next` and `block_next`.
+`malformed_next` and `block_next`. Requests are recorded as sent (`requests`); `inline_parts` and
+`function_parts` read the images and the tool calls and answers out of one. Function calls carry a
+thought signature, and a conversation that sends a call back without it, or without an answer to each
+call, is refused with a 400, as Gemini does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import inspect
@@ -52,6 +56,10 @@ STOP_WORDS = frozenset(
     "anyone what where who when how why which there here".split()
 )
 BASELINE_SIMILARITY_WEIGHT = 0.6
+IMAGE_TOKENS = 258  # what Gemini counts for a small image (one tile)
+# Gemini gives the first functionCall part of an answer a thought signature, and refuses a conversation
+# that sends the call back without it; the stand-in does both.
+THOUGHT_SIGNATURE = base64.b64encode(b"stand-in thought signature").decode()
 
 GenerateHandler = Callable[
     [dict[str, Any]], "str | list[dict[str, Any]] | Awaitable[str | list[dict[str, Any]]]"
@@ -84,6 +92,61 @@ class _Fault:
 def tokens(text_length: int) -> int:
     """The stand-in's token estimate: about four characters a token, rounded up."""
     return math.ceil(text_length / 4)
+
+
+def inline_parts(body: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """The (MIME type, bytes) of every inline data part of a request's contents, in order: what a test
+    asserts an image arrived as."""
+    found: list[tuple[str, bytes]] = []
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            blob = part.get("inlineData") or part.get("inline_data")
+            if isinstance(blob, dict):
+                found.append(
+                    (
+                        str(blob.get("mimeType") or blob.get("mime_type")),
+                        _decode(str(blob.get("data", ""))),
+                    )
+                )
+    return found
+
+
+def _decode(data: str) -> bytes:
+    """Base64 as google-genai writes it (URL-safe, padding left off) or as the REST docs show it."""
+    return base64.urlsafe_b64decode(data.replace("+", "-").replace("/", "_") + "=" * (-len(data) % 4))
+
+
+def function_parts(body: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """Every `functionCall` or `functionResponse` (by `key`) of a request's contents, in order."""
+    return [
+        part[key]
+        for content in body.get("contents") or []
+        for part in content.get("parts") or []
+        if key in part
+    ]
+
+
+def check_tool_turns(body: dict[str, Any]) -> str | None:
+    """What Gemini would refuse (400) in a conversation that goes on after function calls, or None: a
+    call sent back without the thought signature it came with, or a call turn not followed by a user turn
+    answering each of its calls."""
+    contents = body.get("contents") or []
+    for index, content in enumerate(contents):
+        calls = [p for p in content.get("parts") or [] if "functionCall" in p]
+        if not calls:
+            continue
+        if _decode(str(calls[0].get("thoughtSignature") or "")) != base64.b64decode(THOUGHT_SIGNATURE):
+            return "Function call is missing a thought_signature in functionCall parts."
+        after = contents[index + 1] if index + 1 < len(contents) else {}
+        answers = [p["functionResponse"] for p in after.get("parts") or [] if "functionResponse" in p]
+        if after.get("role") != "user" or len(answers) != len(calls):
+            return (
+                "Please ensure that the number of function response parts is equal to the number of "
+                "function call parts of the function call turn."
+            )
+        if [a.get("name") for a in answers] != [c["functionCall"].get("name") for c in calls]:
+            return "Function response names do not match the function calls."
+    return None
 
 
 def text_parts(value: Any) -> list[str]:
@@ -286,9 +349,13 @@ class GeminiStandIn:
         model = match["model"]
         if kind == "embed":
             return self._embed(method, model, body, malformed=fault is not None)
+        refused = check_tool_turns(body)
+        if refused is not None:
+            return _error(400, refused)
         prompt_tokens = tokens(
             sum(len(t) for t in text_parts({k: body.get(k) for k in ("contents", "systemInstruction")}))
-        )
+            + sum(len(json.dumps(r)) for r in function_parts(body, "functionResponse"))
+        ) + IMAGE_TOKENS * len(inline_parts(body))
         if fault is not None and fault.action == "block":
             self.counters[kind]["prompt_tokens"] += prompt_tokens
             blocked = {
@@ -318,7 +385,7 @@ class GeminiStandIn:
                 calls = [p for p in answer if "functionCall" in p]
             else:
                 text = answer
-        output_tokens = tokens(len(text))
+        output_tokens = tokens(len(text) + sum(len(json.dumps(c)) for c in calls))
         self.counters[kind]["prompt_tokens"] += prompt_tokens
         self.counters[kind]["output_tokens"] += output_tokens
         response_id = uuid.uuid4().hex[:16]
@@ -396,6 +463,8 @@ def _candidate(
     text: str, finish_reason: str | None, calls: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     parts = [{"text": text}] if text or not calls else []
+    if calls:
+        calls = [{**calls[0], "thoughtSignature": THOUGHT_SIGNATURE}, *calls[1:]]
     candidate: dict[str, Any] = {"content": {"parts": parts + (calls or []), "role": "model"}, "index": 0}
     if finish_reason:
         candidate["finishReason"] = finish_reason

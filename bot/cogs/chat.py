@@ -7,32 +7,35 @@ import contextlib
 import logging
 import math
 import time
-from typing import Literal
+from typing import Any
 
 import discord
 from discord.ext import commands
 
+from bot.attachments import AttachmentReader, attachment_limits
 from bot.client import MemoryBot
 from bot.cogs import telling
-from bot.discord_text import speaker_name, split_message
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, chat_persona, with_recalled
+from bot.cogs.conversation import chat_turns, recall_query
+from bot.discord_text import speaker_name, streaming_parts
+from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, SEARCH_MEMORY_TOOL, chat_persona, with_recalled
+from bot.llm.tool_rounds import ToolHandler, answer_with_tools
+from bot.memory.lookup import LookupRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
 from bot.memory.ports import (
     ChatTool,
-    ChatTurn,
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
     ToolCall,
+    TurnPart,
     usage_scope,
 )
-from bot.memory.recall import Participant
-from bot.memory.text import clean, looks_blank, strip_background_blocks, strip_mentions, worth_reading
+from bot.memory.recall import Audience, Participant
+from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
 EDIT_INTERVAL_SECONDS = 1.5
-QUERY_TURNS = 3
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
@@ -42,7 +45,7 @@ KEY_REJECTED_LOG = (
 )
 REFUSED_REPLY = "Sorry, I can't help with that one."
 UNKNOWN_PARENT = -1
-NO_TEXT_REPLY = "I can only read text, so I can't see that one. Could you tell me in words?"
+NO_TEXT_REPLY = "I can read words, images and text files, but not that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and try again in {seconds} s."
 
@@ -243,39 +246,25 @@ class Chat(commands.Cog):
         # Pins, joins, boosts and thread notices are not talk: their authors are not in the conversation.
         return [*(m for m in history[::-1] if m.type in CAPTURED_TYPES), message]
 
-    def turns(self, messages: list[discord.Message], room: int) -> list[ChatTurn]:
-        """Gemini turns: people by name as user turns, the bot's own messages as model turns.
-
-        Each message is cut at CHAT_TURN_MAX_CHARS, and the oldest are left out once the turns would pass
-        `room` characters (the newest message is always sent), so one huge message cannot make a huge and
-        costly prompt.
-        """
+    async def attachments(
+        self, message: discord.Message, messages: list[discord.Message]
+    ) -> dict[int, list[TurnPart]]:
+        """The parts of people's attachments in the conversation, by message id: the message being
+        answered comes first for the caps, then the newest."""
         me = self.bot.user
-        limit = self.bot.settings.chat_turn_max_chars
-        room = max(room, limit)
-        said: list[tuple[Literal["user", "model"], str]] = []
-        for m in messages:
-            text = clean(strip_background_blocks(m.clean_content), limit)
-            if not text:
-                continue
-            own = me is not None and m.author.id == me.id
-            said.append(("model", text) if own else ("user", f"{speaker_name(m.author)}: {text}"))
-        kept: list[tuple[Literal["user", "model"], str]] = []
-        size = 0
-        for role, text in reversed(said):  # newest first: the question itself is always kept
-            if kept and size + len(text) + 1 > room:
-                break
-            kept.append((role, text[:room]))
-            size += len(text) + 1
-        turns: list[ChatTurn] = []
-        for role, text in reversed(kept):
-            if turns and turns[-1].role == role:
-                turns[-1] = ChatTurn(role, f"{turns[-1].text}\n{text}")
-            else:
-                turns.append(ChatTurn(role, text))
-        while turns and turns[0].role == "model":
-            turns.pop(0)
-        return turns
+        ordered = [message, *(m for m in reversed(messages) if m.id != message.id)]
+        wanted = [
+            (m.id, m.attachments)
+            for m in ordered
+            if m.attachments and not (me is not None and m.author.id == me.id)
+        ]
+        if not wanted:
+            return {}
+        try:
+            return await AttachmentReader(attachment_limits(self.bot.settings)).read(wanted)
+        except Exception:  # a bug or an odd file must not cost the reply: it goes on without attachments
+            log.exception("could not read the attachments of a reply in channel %s", message.channel.id)
+            return {}
 
     def participants(self, messages: list[discord.Message], trigger: discord.Message) -> list[Participant]:
         """Whose memories the reply may use: never more than the author could see with /facts.
@@ -304,28 +293,19 @@ class Chat(commands.Cog):
         permissions = getattr(trigger.author, "guild_permissions", None)
         return permissions is not None and permissions.manage_guild
 
-    def query(self, message: discord.Message, messages: list[discord.Message]) -> tuple[str, str]:
-        """What recall searches for: the message being answered (without the bot's own @mention, which
-        says nothing about anyone), and the few human turns before it as context, so a short follow-up
-        still finds what the talk is about without the talk drowning the question."""
-        earlier = [
-            m.clean_content
-            for m in messages
-            if m.id != message.id and not m.author.bot and m.clean_content.strip()
-        ]
-        text = message.clean_content
-        me = message.guild.me if message.guild is not None else self.bot.user
-        if me is not None:
-            for name in {me.display_name, me.name}:
-                text = text.replace(f"@{name}", "")
-        return text.strip()[:2000], "\n".join(earlier[-(QUERY_TURNS - 1) :])[-2000:]
+    def me(self, message: discord.Message) -> discord.abc.User | None:
+        """The bot as it shows in the message's place (its member in a server)."""
+        return message.guild.me if message.guild is not None else self.bot.user
 
     def memory_on(self, message: discord.Message) -> bool:
         return message.guild is None or self.bot.memory.guild(str(message.guild.id)).memory_enabled
 
-    def tools(self, message: discord.Message) -> tuple[ChatTool, ...]:
-        """What the model may ask the bot to do: remember or forget for the author, where memory is on."""
-        return (REMEMBER_TOOL, FORGET_TOOL) if self.memory_on(message) else ()
+    def tools(self, message: discord.Message, *, lookup: bool) -> tuple[ChatTool, ...]:
+        """What the model may ask the bot to do, where memory is on: remember or forget for the author,
+        and look further into the memories of the people present (`lookup`: when recall worked)."""
+        if not self.memory_on(message):
+            return ()
+        return (REMEMBER_TOOL, FORGET_TOOL, SEARCH_MEMORY_TOOL) if lookup else (REMEMBER_TOOL, FORGET_TOOL)
 
     def persona(self, message: discord.Message) -> str:
         """The persona in force where `message` was said: the channel's, the server's, else BOT_PERSONA."""
@@ -337,19 +317,21 @@ class Chat(commands.Cog):
         )
         return chosen or self.bot.settings.bot_persona
 
-    async def system_instruction(self, message: discord.Message, messages: list[discord.Message]) -> str:
+    async def system_instruction(
+        self, message: discord.Message, messages: list[discord.Message]
+    ) -> tuple[str, ToolHandler | None]:
+        """The persona, the memory guide and the recalled block; and the handler of the model's memory
+        lookups, which answers under the block's audience (None when memory is off or recall failed)."""
         persona = chat_persona(self.persona(message), utcnow(), memory_on=self.memory_on(message))
         if not self.memory_on(message):
-            return persona
-        query, context = self.query(message, messages)
+            return persona, None
+        query, context = recall_query(message, messages, me=self.me(message))
+        scope, people = scope_of(message), self.participants(messages, message)
         try:
             async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                audience = await self.bot.audience.for_message(message)
                 recalled = await self.bot.memory.recall(
-                    scope_of(message),
-                    self.participants(messages, message),
-                    query,
-                    context=context,
-                    audience=await self.bot.audience.for_message(message),
+                    scope, people, query, context=context, audience=audience
                 )
         except Exception as exc:
             self.bot.memory.recall_failures += 1
@@ -357,8 +339,28 @@ class Chat(commands.Cog):
                 f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
             )
             log.warning("recall failed; answering without memory: %s", reason)
-            return persona
-        return with_recalled(persona, recalled.block)
+            return persona, None
+        lookup = self.lookup(scope, people, audience, frozenset(recalled.fact_ids))
+        return with_recalled(persona, recalled.block), lookup
+
+    def lookup(
+        self, scope: str, people: list[Participant], audience: Audience, shown: frozenset[int]
+    ) -> ToolHandler:
+        """The search_memory handler of one reply: the engine's lookup among the reply's people, under
+        its audience; a failure is an answer telling the model to go on without it."""
+
+        async def search(call: ToolCall) -> dict[str, Any]:
+            request = LookupRequest.from_args(call.args)
+            try:
+                async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                    return await self.bot.memory.search_memory(
+                        scope, people, request, audience=audience, shown=shown
+                    )
+            except Exception as exc:
+                log.warning("a memory lookup failed; the reply goes on without it: %r", exc)
+                return {"error": "memory cannot be searched just now; answer without it"}
+
+        return search
 
     # ---- replying ----------------------------------------------------------------------------------------------
 
@@ -381,19 +383,34 @@ class Chat(commands.Cog):
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                system = await self.system_instruction(message, messages)
-                turns = self.turns(messages, self.bot.settings.chat_prompt_max_chars - len(system))
-                stream = self.bot.gemini.chat_stream(system=system, turns=turns, tools=self.tools(message))
+                (system, lookup), attached = await asyncio.gather(
+                    self.system_instruction(message, messages), self.attachments(message, messages)
+                )
+                turns = chat_turns(
+                    messages,
+                    me=self.bot.user,
+                    turn_limit=self.bot.settings.chat_turn_max_chars,
+                    room=self.bot.settings.chat_prompt_max_chars - len(system),
+                    attached=attached,
+                )
+                stream = answer_with_tools(
+                    self.bot.gemini,
+                    system=system,
+                    turns=turns,
+                    tools=self.tools(message, lookup=lookup is not None),
+                    handlers={SEARCH_MEMORY_TOOL.name: lookup} if lookup is not None else {},
+                )
                 calls: list[ToolCall] = []
                 async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
                     async for delta in stream:
                         if isinstance(delta, ToolCall):
                             calls.append(delta)
                             continue
-                        text += delta
+                        # A new piece means the text so far is not the end: shown with the marker.
                         if not looks_blank(text) and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
-                            await self.show(message, sent, text, remember=remember)
+                            await self.show(message, sent, text, remember=remember, final=False)
                             last_sync = time.monotonic()
+                        text += delta
             if calls:  # the bot answers an explicit request in its own words, not the model's
                 await self.use_tools(message, sent, calls)
                 return
@@ -401,7 +418,7 @@ class Chat(commands.Cog):
                 raise ModelError("Gemini returned an empty answer")
             if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
                 await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-            await self.show(message, sent, text, remember=remember)
+            await self.show(message, sent, text, remember=remember, final=True)
         except ModelRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
@@ -470,27 +487,33 @@ class Chat(commands.Cog):
 
     @staticmethod
     def only_media(message: discord.Message) -> bool:
-        """An image, file or sticker with no words beside the mentions ("@Bot" + a photo)."""
+        """A sticker (or nothing at all) with no words beside the mentions and no attachment to read;
+        "@Bot" with a photo is answered, the photo being what it says."""
         words = strip_background_blocks(strip_mentions(message.content)).strip()
-        return not words and bool(message.attachments or message.stickers or not message.content.strip())
+        return not words and not message.attachments and bool(message.stickers or not message.content.strip())
 
     async def show(
-        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool
+        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool, final: bool
     ) -> None:
-        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new."""
-        for index, part in enumerate(split_message(text)):
+        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new.
+
+        Until the `final` call the last part carries the streaming marker, so nobody takes a reply still
+        being written for a finished one; memory keeps the words without it.
+        """
+        shown, said = streaming_parts(text, final=final)
+        for index, (part, words) in enumerate(zip(shown, said, strict=True)):
             if index < len(sent):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
                     if remember:
-                        await self.bot.memory.message_edited(str(sent[index].id), part)
+                        await self.bot.memory.message_edited(str(sent[index].id), words)
                 continue
             if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))
             else:
                 sent.append(await trigger.channel.send(part))
             if remember:
-                self.capture(sent[-1], own_text=part, reply_to=trigger.id)
+                self.capture(sent[-1], own_text=words, reply_to=trigger.id)
 
     @staticmethod
     async def swap(

@@ -31,6 +31,7 @@ from google.genai import types
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
+    InlineData,
     ModelBadAnswer,
     ModelError,
     ModelKeyRejected,
@@ -529,14 +530,42 @@ def _contents(turns: Sequence[ChatTurn]) -> list[types.Content]:
     """Gemini contents from turns; consecutive turns of one role become parts of one Content."""
     contents: list[types.Content] = []
     for turn in turns:
-        if not turn.text.strip():
+        parts = _parts(turn)
+        if not parts:
             continue
-        part = types.Part(text=turn.text)
         if contents and contents[-1].role == turn.role and contents[-1].parts is not None:
-            contents[-1].parts.append(part)
+            contents[-1].parts.extend(parts)
         else:
-            contents.append(types.Content(role=turn.role, parts=[part]))
+            contents.append(types.Content(role=turn.role, parts=parts))
     return contents
+
+
+def _parts(turn: ChatTurn) -> list[types.Part]:
+    """A turn's parts: its text, then attachments (images as inline data), tool calls and their results.
+
+    A call goes back with its id and thought signature, which Gemini requires of a conversation that
+    continues after a function call.
+    """
+    parts = [types.Part(text=turn.text)] if turn.text.strip() else []
+    for item in turn.parts:
+        if isinstance(item, InlineData):
+            parts.append(types.Part.from_bytes(data=item.data, mime_type=item.mime_type))
+        elif item.strip():
+            parts.append(types.Part(text=item))
+    parts += [
+        types.Part(
+            function_call=types.FunctionCall(id=call.id, name=call.name, args=call.args),
+            thought_signature=call.signature,
+        )
+        for call in turn.calls
+    ]
+    parts += [
+        types.Part(
+            function_response=types.FunctionResponse(id=result.id, name=result.name, response=result.response)
+        )
+        for result in turn.results
+    ]
+    return parts
 
 
 def _tool(tools: Sequence[ChatTool]) -> types.Tool:
@@ -551,7 +580,7 @@ def _tool(tools: Sequence[ChatTool]) -> types.Tool:
                         name: types.Schema(type=types.Type.STRING, description=about)
                         for name, about in tool.parameters.items()
                     },
-                    required=list(tool.parameters),
+                    required=[name for name in tool.parameters if name not in tool.optional],
                 ),
             )
             for tool in tools
@@ -564,7 +593,12 @@ def _calls_of(response: types.GenerateContentResponse) -> list[ToolCall]:
     if not response.candidates or response.candidates[0].content is None:
         return []
     return [
-        ToolCall(p.function_call.name, dict(p.function_call.args or {}))
+        ToolCall(
+            p.function_call.name,
+            dict(p.function_call.args or {}),
+            id=p.function_call.id,
+            signature=p.thought_signature,
+        )
         for p in response.candidates[0].content.parts or []
         if p.function_call is not None and p.function_call.name
     ]

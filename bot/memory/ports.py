@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
@@ -80,29 +80,60 @@ class ModelBadAnswer(ModelError):
     """
 
 
-@dataclass
-class ChatTurn:
-    """One turn of the conversation as the chat model sees it: people are "user", the bot is "model"."""
-
-    role: Literal["user", "model"]
-    text: str
-
-
 @dataclass(frozen=True)
-class ChatTool:
-    """A function the chat model may call instead of answering in words; every parameter is a string."""
+class InlineData:
+    """Bytes the chat model reads as they are (an image), with their MIME type."""
 
-    name: str
-    description: str
-    parameters: dict[str, str]  # name -> what to put in it
+    mime_type: str
+    data: bytes
+
+
+TurnPart = str | InlineData  # after a turn's text: a file's text, a note about an attachment, or an image
 
 
 @dataclass(frozen=True)
 class ToolCall:
-    """The chat model asked for a tool; the bot acts and answers in its own words."""
+    """The chat model asked for a tool. `id` and `signature` (the model's thought signature) go back
+    with the call when the bot answers it, as the provider requires."""
 
     name: str
     args: dict[str, Any]
+    id: str | None = None
+    signature: bytes | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the bot answers to a tool call, for the model to read before it goes on."""
+
+    name: str
+    response: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass
+class ChatTurn:
+    """One turn of the conversation as the chat model sees it: people are "user", the bot is "model".
+
+    `parts` follow the text (attachments, in the order they were posted); a model turn may hold the tool
+    `calls` it made, and the user turn after it their `results`.
+    """
+
+    role: Literal["user", "model"]
+    text: str
+    parts: list[TurnPart] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChatTool:
+    """A function the chat model may call; every parameter is a string, and required unless `optional`."""
+
+    name: str
+    description: str
+    parameters: dict[str, str]  # name -> what to put in it
+    optional: frozenset[str] = frozenset()
 
 
 _USAGE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("model_usage_scope", default=None)

@@ -267,12 +267,14 @@ class Recaller:
         audience: Audience,
         context: str = "",
         vector: list[float] | None = None,
+        limit: int | None = None,
     ) -> RecallResult:
         """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
         `query`: the message being answered; `context`: the turns before it, which lean the search towards
         the talk (`blend`) and add keywords after the message's own. Both are embedded in one request.
         `vector`: the query's embedding when the caller already has it (many queries embedded at once).
+        `limit`: facts per person, when not RECALL_FACTS_PER_PERSON (the model's own lookups).
         """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
@@ -290,11 +292,11 @@ class Recaller:
             vector,
             query,
             max_distance=self.max_distance,
-            pool=self.pool,
+            pool=max(self.pool, limit or 0),
             names={p.user_id: p.name for p in people},
         )
         ranked = {
-            uid: fuse_allowed(h, audience, self.facts_per_person, self.keyword_weight)
+            uid: fuse_allowed(h, audience, limit or self.facts_per_person, self.keyword_weight)
             for uid, h in hits.items()
         }
         chosen = within_budget(ranked, self.token_budget)

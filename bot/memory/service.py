@@ -11,7 +11,7 @@ import contextlib
 import json
 import logging
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +20,16 @@ from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
 from bot.memory.leases import Leases, channel_key
+from bot.memory.lookup import (
+    SEARCH_LIMIT,
+    LookupRequest,
+    compact_answer,
+    facts_by_id,
+    find_person,
+    full_answer,
+    not_present,
+    readable,
+)
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
     AppliedChange,
@@ -385,6 +395,7 @@ class MemoryService:
         context: str = "",
         count_retrievals: bool = True,
         vector: list[float] | None = None,
+        limit: int | None = None,
     ) -> RecallResult:
         """Facts of the people present, opted-out people excluded; retrieval counts updated off the hot path.
 
@@ -392,11 +403,42 @@ class MemoryService:
         """
         present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
         result = await self.recaller.recall(
-            scope, present, query, audience=audience, context=context, vector=vector
+            scope, present, query, audience=audience, context=context, vector=vector, limit=limit
         )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))
         return result
+
+    async def search_memory(
+        self,
+        scope: str,
+        people: list[Participant],
+        request: LookupRequest,
+        *,
+        audience: Audience,
+        shown: Collection[int] = (),
+    ) -> dict[str, Any]:
+        """The chat model's lookup (search_memory) of one person in the conversation, under the block's
+        rules: the same recall, the same `audience`, opted-out people never. A query gets ids and short
+        texts, leaving out the block's `shown` facts (no query: the person's newest facts); `request.ids`
+        get their full texts. Answers are JSON-ready and token-budgeted (`bot/memory/lookup.py`)."""
+        person = find_person(people, request.person)
+        if person is None:
+            return not_present(people, request.person)
+        if self.is_opted_out(scope, person.user_id):  # as if nothing were known, like the block
+            return compact_answer(person, [])
+        if request.ids:
+            asked = await self.store.call(facts_by_id, list(request.ids))
+            return full_answer(
+                person, [f for f in asked if f is not None and readable(f, scope, person, audience)]
+            )
+        if request.query:
+            found = await self.recall(scope, [person], request.query, audience=audience, limit=SEARCH_LIMIT)
+            facts = [s.fact for s in found.facts.get(person.user_id, [])]
+        else:
+            newest = await self.store.call(Storage.list_facts, scope, person.user_id, limit=50)
+            facts = [f for f in newest if audience.allows(f)][:SEARCH_LIMIT]
+        return compact_answer(person, facts, shown=shown)
 
     def recall_latency_ms(self) -> dict[str, float]:
         samples = sorted(self.recaller.latencies_ms)

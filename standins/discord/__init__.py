@@ -10,6 +10,7 @@ Usage::
             reply = await standin.wait_for_bot_message(guild.channels["general"])
 """
 
+from standins.discord.cdn import Upload
 from standins.discord.model import Guild, Member
 from standins.discord.records import InteractionRecord, RecordedRequest, StoredMessage
 from standins.discord.runner import patch_discord_urls, run_bot
@@ -22,6 +23,7 @@ __all__ = [
     "Member",
     "RecordedRequest",
     "StoredMessage",
+    "Upload",
     "patch_discord_urls",
     "run_bot",
 ]

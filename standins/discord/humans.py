@@ -12,12 +12,13 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from standins.discord.cdn import Cdn, Upload
 from standins.discord.gateway import Gateway
 from standins.discord.model import EVERYONE_PERMISSIONS, Guild, find_component, iso
 from standins.discord.records import InteractionRecord, StoredMessage
 
 
-class Humans(Gateway):
+class Humans(Cdn, Gateway):
     """The test API that plays the people talking to the bot."""
 
     async def send_message(
@@ -31,13 +32,17 @@ class Humans(Gateway):
         mention_bot: bool = False,
         embeds: Sequence[dict[str, Any]] = (),
         attachments: Sequence[dict[str, Any]] = (),
+        files: Sequence[Upload] = (),
+        stickers: Sequence[str] = (),
         message_type: int | None = None,
         webhook_id: int | None = None,
     ) -> dict[str, Any]:
         """A human posts in a channel or thread: stored and dispatched as MESSAGE_CREATE.
 
         `mention_bot` puts "<@botid>" in front of the content; `<@id>` in the content and `mentions`
-        both fill the mentions array. `reply_to` makes it a reply (message_reference + referenced_message)."""
+        both fill the mentions array. `reply_to` makes it a reply (message_reference + referenced_message).
+        `files` are served by the stand-in's CDN and listed after `attachments` (objects as given);
+        `stickers` are sticker names."""
         if channel_id not in self.channels:
             raise KeyError(f"unknown channel {channel_id}")
         author_id = self._ensure_user(author)
@@ -59,13 +64,17 @@ class Humans(Gateway):
             self.users[author_id],
             content=content,
             embeds=list(embeds),
-            attachments=list(attachments),
+            attachments=[*attachments, *(self._attach(channel_id, f) for f in files)],
             reference=reference,
             extra_mentions=extra,
             message_type=message_type,
         )
         if webhook_id is not None:
             stored.data["webhook_id"] = str(webhook_id)
+        if stickers:
+            stored.data["sticker_items"] = [
+                {"id": str(self._snowflake()), "name": name, "format_type": 1} for name in stickers
+            ]
         await self._dispatch_message("MESSAGE_CREATE", stored)
         return self._render(stored)
 

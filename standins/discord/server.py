@@ -6,7 +6,8 @@ bot did through `requests`, `bot_messages()` and the returned `InteractionRecord
 
 The class is put together from one part per concern, all over the one shared world of `state`:
 `gateway` (the websocket and event dispatch), `routes` (REST, by area), `guilds` (setting up the
-world) and `humans` (playing the people). This module starts the server and maps REST paths to routes.
+world), `humans` (playing the people) and `cdn` (serving the files they post). This module starts the
+server and maps REST paths to routes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import socket
 
 from aiohttp import web
 
+from standins.discord.cdn import CDN_PREFIX
 from standins.discord.guilds import GuildSetup
 from standins.discord.humans import Humans
 from standins.discord.routes.application import ApplicationRoutes
@@ -55,6 +57,7 @@ class DiscordStandIn(GuildSetup, Humans, InteractionRoutes, ApplicationRoutes):
         """Listen on a free port of 127.0.0.1."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get(CDN_PREFIX + "/{channel_id}/{attachment_id}/{filename}", self._cdn)
         app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()

@@ -17,6 +17,7 @@ import pytest
 
 from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
+from bot.discord_text import STREAMING_MARKER
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError
@@ -241,6 +242,34 @@ async def test_a_reply_streams_with_typing_and_spaced_edits(tmp_path: Path) -> N
         assert writes[0].method == "POST" and len(writes) >= 2  # sent early, then edited as text arrived
         gaps = [b.at - a.at for a, b in itertools.pairwise(writes)]
         assert min(gaps) >= 1.4
+        # Every write but the last says the reply is still being written; the last edit takes that away.
+        contents = [r.json["content"] for r in writes]
+        assert all(c.endswith(STREAMING_MARKER) for c in contents[:-1]), contents
+        assert contents[-1] == w.brain.chat_reply and STREAMING_MARKER not in contents[-1]
+        assert STREAMING_MARKER not in final["content"]
+        # What memory keeps of the bot's reply is its words, never the marker.
+        await eventually(lambda: w.captured(final["id"]), what="capture of the bot's reply")
+        row = w.bot.memory.store.sync.conn.execute(
+            "SELECT content FROM pending_messages WHERE message_id = ?", (final["id"],)
+        ).fetchone()
+        assert row[0] == w.brain.chat_reply
+
+
+async def test_a_one_piece_answer_is_sent_once_without_the_marker(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.discord.send_message(w.general, w.alice, "hi there", mention_bot=True)
+        reply = await w.discord.wait_for_bot_message(w.general, timeout=10)
+        assert reply["content"] == "Nice to hear from you!"
+        await w.seen(w.general)
+        writes = [
+            r
+            for r in w.discord.requests
+            if r.method in ("POST", "PATCH")
+            and f"/channels/{w.general}/messages" in r.path
+            and r.json
+            and r.json.get("content", "").startswith("Nice")
+        ]
+        assert [r.method for r in writes] == ["POST"]  # the whole answer came at once: nothing to edit
 
 
 async def test_an_edit_before_the_flush_is_what_gets_learned(tmp_path: Path) -> None:
@@ -412,11 +441,12 @@ async def test_a_message_without_text_gets_a_short_note_or_nothing_but_never_a_w
 ) -> None:
     async with world(tmp_path) as w:
         dm = w.discord.dm_channel_id(w.alice)
-        await w.discord.send_dm(w.alice, "", attachments=[IMAGE])
+        await w.discord.send_dm(w.alice, "", stickers=["wave"])
         note = await w.discord.wait_for_bot_message(dm, timeout=10)
         assert note["content"] == NO_TEXT_REPLY
-        # "@Bot" and a photo in a server: the mention is not words either.
-        await w.discord.send_message(w.general, w.bob, "", attachments=[IMAGE], mention_bot=True)
+        # "@Bot" and a sticker in a server: the mention is not words either. (A photo is answered: the
+        # model sees it, tests/e2e/test_e2e_attachments.py.)
+        await w.discord.send_message(w.general, w.bob, "", stickers=["wave"], mention_bot=True)
         note = await w.discord.wait_for_bot_message(w.general, timeout=10)
         assert note["content"] == NO_TEXT_REPLY
         assert w.chat_requests() == []

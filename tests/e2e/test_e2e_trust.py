@@ -219,7 +219,7 @@ async def test_the_model_is_told_the_date_and_how_memory_can_be_seen_and_erased(
         assert "/facts" in system and "/forget" in system and "remember that" in system
         request = w.brain.chat_requests[-1]
         offered = {f["name"] for t in request["tools"] for f in t["functionDeclarations"]}
-        assert offered == {"remember", "forget"}
+        assert offered == {"remember", "forget", "search_memory"}
         await w.bot.memory.update_guild(str(w.alpha.id), memory_enabled=False)
         off = await ask(w, w.general, w.alice, "hello again")
         assert "Memory is switched off" in off and "tools" not in w.brain.chat_requests[-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -17,9 +18,18 @@ from pydantic import BaseModel
 
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.ports import ChatTurn, ModelError, ModelRefusal, Purpose
+from bot.memory.ports import (
+    ChatTool,
+    ChatTurn,
+    InlineData,
+    ModelError,
+    ModelRefusal,
+    Purpose,
+    ToolCall,
+    ToolResult,
+)
 from bot.memory.prompts import ConsolidationResult, ExtractionResult
-from standins.gemini import GeminiStandIn, hashed_embedding
+from standins.gemini import IMAGE_TOKENS, GeminiStandIn, function_parts, hashed_embedding, inline_parts
 
 API_KEY = "test-key-0123456789abcdef"
 DIMS = 64
@@ -120,6 +130,59 @@ async def test_chat_stream_yields_chunks_that_join_to_the_answer(
         ("model", ["Let me think."]),
         ("user", ["Alice: well?"]),
     ]
+
+
+async def test_attachments_go_as_parts_after_their_text_images_as_inline_data(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    image = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    turns = [
+        ChatTurn("user", "Alice: look at my cat", parts=[InlineData("image/png", image)]),
+        ChatTurn("user", "Bob: and my notes", parts=["[file notes.md]\nbuy milk"]),
+    ]
+    assert "".join([d async for d in client.chat_stream(system="s", turns=turns)]) == "OK"
+    [request] = standin.requests
+    assert inline_parts(request.json) == [("image/png", image)]
+    [content] = request.json["contents"]
+    kinds = [next(k for k in ("text", "inlineData") if k in p) for p in content["parts"]]
+    assert kinds == ["text", "inlineData", "text", "text"]
+    assert content["parts"][3]["text"] == "[file notes.md]\nbuy milk"
+    # An image costs the prompt tokens Gemini counts for one; the usage reads them from the answer.
+    snapshot = client.usage.snapshot()["chat"]
+    assert snapshot["prompt_tokens"] == standin.counters["stream"]["prompt_tokens"] > IMAGE_TOKENS
+
+
+async def test_a_tool_call_comes_with_its_signature_and_the_answer_goes_back_with_it(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    def answer(body: dict[str, Any]) -> Any:
+        if function_parts(body, "functionResponse"):
+            return "Found it: " + json.dumps(function_parts(body, "functionResponse")[0]["response"])
+        return [{"functionCall": {"name": "search_memory", "args": {"person": "Ana", "query": "cats"}}}]
+
+    standin.generate_handler = answer
+    tool = ChatTool(
+        "search_memory", "look", {"person": "who", "query": "what", "ids": "which"}, frozenset({"ids"})
+    )
+    turns = [ChatTurn("user", "Bob: what are Ana's cats called?")]
+    [call] = [d async for d in client.chat_stream(system="s", turns=turns, tools=[tool])]
+    assert isinstance(call, ToolCall) and call.args == {"person": "Ana", "query": "cats"}
+    assert call.signature is not None
+    [declared] = standin.requests[0].json["tools"][0]["functionDeclarations"]
+    assert declared["parameters"]["required"] == ["person", "query"]
+
+    result = ToolResult("search_memory", {"facts": [{"id": 3, "text": "Ana's cat is Miso"}]}, call.id)
+    follow = [*turns, ChatTurn("model", "", calls=[call]), ChatTurn("user", "", results=[result])]
+    text = "".join([str(d) async for d in client.chat_stream(system="s", turns=follow, tools=[tool])])
+    assert text.startswith("Found it:") and "Miso" in text
+    [sent_call] = function_parts(standin.requests[-1].json, "functionCall")
+    assert sent_call["name"] == "search_memory"
+
+    # Sent back without its signature, the call is refused as Gemini refuses it.
+    unsigned = dataclasses.replace(call, signature=None)
+    follow[1] = ChatTurn("model", "", calls=[unsigned])
+    with pytest.raises(ModelError, match="thought_signature"):
+        [d async for d in client.chat_stream(system="s", turns=follow, tools=[tool])]
 
 
 async def test_embed_250_texts_in_three_batches_of_unit_vectors(

@@ -137,3 +137,19 @@ def test_shards_are_checked_against_their_count() -> None:
     assert bad.value.problems == [
         "SHARD_IDS='one' is not valid: expected comma-separated shard numbers such as 0,1"
     ]
+
+
+def test_attachment_caps_have_defaults_zero_switches_them_off_and_bad_values_are_named() -> None:
+    s = load_settings({})
+    assert (s.attachment_max_bytes, s.attachments_per_message, s.attachments_per_prompt) == (10 * 2**20, 4, 8)
+    assert s.attachment_text_max_chars == 12000
+    assert load_settings({"ATTACHMENTS_PER_PROMPT": "0"}).attachments_per_prompt == 0
+    with pytest.raises(ConfigError) as err:
+        load_settings({"ATTACHMENT_MAX_BYTES": "0", "ATTACHMENTS_PER_MESSAGE": "-1"})
+    assert err.value.problems == [
+        "ATTACHMENT_MAX_BYTES='0' is not valid: expected a positive number of bytes such as 10485760 (10 MiB)",
+        "ATTACHMENTS_PER_MESSAGE='-1' is not valid: expected a whole number such as 4 (0: attachments are not read)",
+    ]
+    example = (Path(__file__).resolve().parents[2] / ".env.example").read_text()
+    for name in ("ATTACHMENT_MAX_BYTES", "ATTACHMENTS_PER_MESSAGE", "ATTACHMENTS_PER_PROMPT"):
+        assert f"\n{name}=" in example

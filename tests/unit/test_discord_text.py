@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.discord_text import split_message
+from bot.discord_text import DISCORD_LIMIT, STREAMING_MARKER, split_message, streaming_parts
 
 
 def test_short_text_is_one_part() -> None:
@@ -55,3 +55,18 @@ def test_a_four_backtick_fence_holding_three_backtick_lines_stays_one_block() ->
     assert all(p.startswith("````markdown\n") for p in parts[1:])
     for part in parts:  # every part opens and closes its 4-backtick block
         assert sum(1 for line in part.split("\n") if line.startswith("````")) % 2 == 0, part[-80:]
+
+
+def test_a_streaming_reply_shows_the_marker_on_its_last_part_only_until_the_final_edit() -> None:
+    text = "Some words to explain. " * 200  # several parts
+    shown, said = streaming_parts(text, final=False)
+    assert len(shown) >= 3 and shown[-1].endswith(STREAMING_MARKER)
+    assert not any(p.endswith(STREAMING_MARKER) for p in shown[:-1])
+    assert all(len(p) <= DISCORD_LIMIT for p in shown)
+    assert STREAMING_MARKER not in "".join(said)
+    final, final_said = streaming_parts(text, final=True)
+    assert final == final_said == said  # the marker goes; no part is cut elsewhere
+    assert not final[-1].endswith(STREAMING_MARKER)
+    # A part that fills the whole room for text still fits with the marker.
+    full = "x" * (DISCORD_LIMIT - len(STREAMING_MARKER))
+    assert streaming_parts(full, final=False)[0] == [full + STREAMING_MARKER]

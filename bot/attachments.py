@@ -1,0 +1,264 @@
+"""The attachments a reply reads: downloaded with a size cap and a deadline, made fit for Gemini.
+
+Images (PNG, JPEG, WebP; a GIF's first frame) go to the model as inline data, scaled down and re-encoded
+when they pass IMAGE_MAX_SIDE or IMAGE_MAX_BYTES; text files (plain text, Markdown, code, CSV, JSON ...)
+as text, cut at a number of characters. Whatever cannot be read (too large, another type, a failed
+download, bytes that are not what they claim) becomes a short note to the model, such as
+"[image cat.png skipped: too large]", never an error: the reply goes on without it.
+
+Attachments only help answer the conversation. Memory learns from what people write, never from them:
+capture reads a message's text alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import math
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Protocol, TypeVar
+
+import aiohttp
+from PIL import Image, ImageOps
+
+from bot.config import Settings
+from bot.memory.ports import InlineData, TurnPart
+from bot.memory.text import MAX_NAME_CHARS, clean
+
+log = logging.getLogger(__name__)
+K = TypeVar("K", bound=Hashable)
+
+IMAGE_MAX_SIDE = 1536  # pixels: Gemini reads larger images in tiles it scales down anyway
+IMAGE_MAX_BYTES = 2 * 1024 * 1024  # what one image may weigh in the request once re-encoded
+IMAGE_MIN_SIDE = 256  # shrinking stops here: an image that still weighs too much is skipped
+IMAGE_MAX_PIXELS = 50_000_000  # more is a decompression bomb, not a photo
+DOWNLOAD_TIMEOUT_SECONDS = 10.0
+JPEG_QUALITY = 85
+IMAGE_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}  # what goes as it is
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
+TEXT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/javascript",
+        "application/x-sh",
+        "application/sql",
+        "application/x-python",
+    }
+)
+TEXT_SUFFIXES = frozenset(
+    ".txt .md .markdown .rst .csv .tsv .log .json .jsonl .yaml .yml .toml .ini .cfg .conf .xml .html .htm "
+    ".css .scss .js .mjs .ts .tsx .jsx .py .pyi .rb .go .rs .java .kt .kts .swift .c .h .cc .cpp .hpp .cs "
+    ".php .pl .lua .r .sql .sh .bash .zsh .ps1 .bat .dart .scala .hs .ex .exs .erl .clj .vue .svelte "
+    ".tex .diff .patch .env.example .gitignore .dockerfile .makefile".split()
+)
+
+
+class AttachmentLike(Protocol):
+    """What the reader needs of an attachment (discord.Attachment has it)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def content_type(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class AttachmentLimits:
+    """The caps of ATTACHMENT_MAX_BYTES, ATTACHMENTS_PER_MESSAGE, ATTACHMENTS_PER_PROMPT and
+    ATTACHMENT_TEXT_MAX_CHARS."""
+
+    max_bytes: int
+    per_message: int
+    per_prompt: int
+    text_chars: int
+
+
+def attachment_limits(settings: Settings) -> AttachmentLimits:
+    return AttachmentLimits(
+        max_bytes=settings.attachment_max_bytes,
+        per_message=settings.attachments_per_message,
+        per_prompt=settings.attachments_per_prompt,
+        text_chars=settings.attachment_text_max_chars,
+    )
+
+
+class Skipped(Exception):
+    """An attachment that is not read; the message says why, for the model's note."""
+
+
+def kind_of(filename: str, content_type: str | None) -> str | None:
+    """ "image", "text" or None (not read): by the declared type, else by the file name's suffix."""
+    declared = (content_type or "").split(";")[0].strip().lower()
+    if declared in IMAGE_TYPES:
+        return "image"
+    if declared.startswith("text/") or declared in TEXT_TYPES:
+        return "text"
+    if declared and declared != "application/octet-stream":
+        return None  # a type Gemini is not sent here: HEIC, SVG, PDF, audio ...
+    suffix = PurePosixPath(filename.lower()).suffix
+    if suffix in IMAGE_SUFFIXES:
+        return "image"
+    return "text" if suffix in TEXT_SUFFIXES else None
+
+
+def _size(count: int) -> str:
+    if count >= 1024 * 1024:
+        return f"{count / 1024 / 1024:.1f} MB"
+    return f"{math.ceil(count / 1024)} kB" if count >= 1024 else f"{count} B"
+
+
+def fit_image(data: bytes, *, max_side: int = IMAGE_MAX_SIDE, max_bytes: int = IMAGE_MAX_BYTES) -> InlineData:
+    """The image as Gemini may read it: as it is when small enough and of a type Gemini reads, else its
+    (first) frame scaled down and re-encoded (PNG for drawings, a GIF's frame and transparency, JPEG for
+    photos or when PNG weighs too much), shrinking further until it weighs at most `max_bytes`.
+    Raises Skipped for anything else."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format not in (*IMAGE_MIME, "GIF"):
+                raise Skipped(f"unsupported image type {image.format or 'unknown'}")
+            if image.width * image.height > IMAGE_MAX_PIXELS:
+                raise Skipped("too large")
+            mime = IMAGE_MIME.get(image.format or "")
+            if mime is not None and max(image.size) <= max_side and len(data) <= max_bytes:
+                image.load()  # a truncated or corrupt file fails here rather than at Gemini
+                return InlineData(mime, data)
+            lossless = image.format in ("PNG", "GIF")
+            image.seek(0)  # a GIF's (or an animated WebP's) first frame
+            frame = ImageOps.exif_transpose(image.copy())
+    except Skipped:
+        raise
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise Skipped("not a readable image") from exc
+    side = max_side
+    while side >= IMAGE_MIN_SIDE:
+        frame.thumbnail((side, side))
+        for encoded in _encodings(frame, lossless):
+            if len(encoded.data) <= max_bytes:
+                return encoded
+        side = int(side * 0.7)
+    raise Skipped("too large")
+
+
+def _encodings(frame: Image.Image, lossless: bool) -> Iterator[InlineData]:
+    """The frame as PNG (when it was lossless or has transparency), then as JPEG (transparency on white)."""
+    transparent = frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info
+    if lossless or transparent:
+        out = io.BytesIO()
+        frame.convert("RGBA" if transparent else "RGB").save(out, "PNG", optimize=True)
+        yield InlineData("image/png", out.getvalue())
+    flat = frame.convert("RGBA")
+    background = Image.new("RGB", flat.size, "white")
+    background.paste(flat, mask=flat.getchannel("A"))
+    out = io.BytesIO()
+    background.save(out, "JPEG", quality=JPEG_QUALITY, optimize=True)
+    yield InlineData("image/jpeg", out.getvalue())
+
+
+def read_text(data: bytes, max_chars: int) -> str:
+    """A text file's content as UTF-8 (undecodable bytes replaced), cut at `max_chars` with a note.
+    Raises Skipped for a file that is binary whatever its name says."""
+    if b"\x00" in data[:8192]:
+        raise Skipped("not a text file")
+    text = data.decode("utf-8-sig", errors="replace")
+    if len(text) > max_chars:
+        return f"{text[:max_chars]}\n[... cut: the file has {len(text):,} characters; the first {max_chars:,} are shown]"
+    return text
+
+
+async def download(session: aiohttp.ClientSession, url: str, max_bytes: int) -> bytes:
+    """The body at `url`, read in chunks and given up as soon as it passes `max_bytes` (the declared size
+    may lie), within DOWNLOAD_TIMEOUT_SECONDS."""
+    timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT_SECONDS)
+    try:
+        async with session.get(url, timeout=timeout) as response:
+            if response.status != 200:
+                raise Skipped(f"could not be downloaded (HTTP {response.status})")
+            if response.content_length is not None and response.content_length > max_bytes:
+                raise Skipped("too large")
+            body = bytearray()
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                body += chunk
+                if len(body) > max_bytes:
+                    raise Skipped("too large")
+            return bytes(body)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        log.info("could not download an attachment: %s", type(exc).__name__)
+        raise Skipped("could not be downloaded") from exc
+
+
+class AttachmentReader:
+    """Turns the attachments of a conversation into parts for the model, within the limits."""
+
+    def __init__(self, limits: AttachmentLimits) -> None:
+        self.limits = limits
+
+    async def read(self, messages: Sequence[tuple[K, Sequence[AttachmentLike]]]) -> dict[K, list[TurnPart]]:
+        """Parts per message key, for messages given in order of priority (the one being answered first,
+        then the newest): at most `per_message` attachments each and `per_prompt` in all are read, the
+        rest get a note. Messages without attachments are left out."""
+        limits = self.limits
+        chosen: list[tuple[K, int, AttachmentLike]] = []
+        parts: dict[tuple[K, int], list[TurnPart]] = {}
+        for key, attachments in messages:
+            for index, attachment in enumerate(attachments):
+                if not (limits.per_message and limits.per_prompt):
+                    reason = "attachments are not read here"
+                elif index >= limits.per_message:
+                    reason = f"at most {limits.per_message} attachments of a message are read"
+                elif len(chosen) >= limits.per_prompt:
+                    reason = f"at most {limits.per_prompt} attachments are read for a reply"
+                else:
+                    chosen.append((key, index, attachment))
+                    continue
+                parts[(key, index)] = [note(attachment, reason)]
+        if chosen:
+            async with aiohttp.ClientSession() as session:
+                read = await asyncio.gather(*(self.part(session, a) for _, _, a in chosen))
+            parts.update({(key, index): got for (key, index, _), got in zip(chosen, read, strict=True)})
+        out: dict[K, list[TurnPart]] = {}
+        for key, attachments in messages:
+            for index in range(len(attachments)):
+                out.setdefault(key, []).extend(parts[(key, index)])
+        return out
+
+    async def part(self, session: aiohttp.ClientSession, attachment: AttachmentLike) -> list[TurnPart]:
+        """One attachment's parts: a label and the image, the file's text, or a note saying why not."""
+        name = display_name(attachment)
+        kind = kind_of(attachment.filename, attachment.content_type)
+        try:
+            if kind is None:
+                raise Skipped(f"unsupported type {attachment.content_type or 'unknown'}")
+            if attachment.size > self.limits.max_bytes:
+                raise Skipped(f"too large ({_size(attachment.size)}; at most {_size(self.limits.max_bytes)})")
+            data = await download(session, attachment.url, self.limits.max_bytes)
+            if kind == "image":
+                return [f"[image {name}]", await asyncio.to_thread(fit_image, data)]
+            text = read_text(data, self.limits.text_chars)
+            return [f"[file {name}]\n{text}\n[end of file {name}]"]
+        except Skipped as skipped:
+            return [note(attachment, str(skipped))]
+
+
+def display_name(attachment: AttachmentLike) -> str:
+    """The file name as the model sees it: cleaned like message text, without brackets that could end a
+    note early."""
+    name = clean(attachment.filename, MAX_NAME_CHARS).replace("[", "(").replace("]", ")")
+    return name or "attachment"
+
+
+def note(attachment: AttachmentLike, reason: str) -> str:
+    """What the model reads in place of an attachment that was not read."""
+    kind = "image" if kind_of(attachment.filename, attachment.content_type) == "image" else "file"
+    return f"[{kind} {display_name(attachment)} skipped: {reason}]"

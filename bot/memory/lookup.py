@@ -1,0 +1,143 @@
+"""The chat model's memory lookup (`search_memory`): one person's facts beyond the pre-fetched block.
+
+The block holds what recall found for the message being answered; a question may need more ("what was
+Ana's dog called again?" when the block says nothing of a dog). The lookup answers under the block's own
+rules, since it runs the same recall with the same `Audience`: only people in the conversation, no
+opted-out person, no fact said where the reply's readers cannot read, no sensitive fact of anyone but
+the person being answered. An answer is compact and budgeted: fact ids with short texts first, the full
+texts of chosen ids on a second call, each within its token budget, so a lookup never costs much more
+than the block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.memory.models import Fact, FactStatus
+from bot.memory.ports import Storage
+from bot.memory.recall import Audience, Participant, estimate_tokens
+from bot.memory.text import fold
+
+SEARCH_LIMIT = 10  # facts one search may find
+SHORT_CHARS = 80  # a compact result's text is cut here; its full text is one call away
+LIST_TOKEN_BUDGET = 300  # what a compact answer may cost the prompt
+FULL_TOKEN_BUDGET = 600  # ... and an answer with full texts
+ENTRY_OVERHEAD_TOKENS = 8
+_IDS = re.compile(r"\d+")
+_MENTION = re.compile(r"^<@!?(\d+)>$")
+
+
+@dataclass(frozen=True)
+class LookupRequest:
+    """A search_memory call as the model made it: whom, what for, and which facts to read in full."""
+
+    person: str
+    query: str = ""
+    ids: tuple[int, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any]) -> LookupRequest:
+        """The request from a tool call's arguments, read leniently: ids as a list, numbers or "#12, 15"."""
+        raw = args.get("ids") or ""
+        ids = tuple(
+            int(i) for i in _IDS.findall(str(raw if not isinstance(raw, list) else " ".join(map(str, raw))))
+        )
+        return cls(
+            str(args.get("person") or "").strip(), str(args.get("query") or "").strip(), ids[:SEARCH_LIMIT]
+        )
+
+
+def find_person(people: Sequence[Participant], person: str) -> Participant | None:
+    """Who `person` names among the people in the conversation: by id or mention, by name (case and
+    accents aside, an "@" before it allowed), else by the one name it begins."""
+    wanted = person.strip().removeprefix("@")
+    mention = _MENTION.match(person.strip())
+    if mention is not None:
+        wanted = mention.group(1)
+    for p in people:
+        if wanted == p.user_id:
+            return p
+    folded = fold(wanted)
+    if not folded:
+        return None
+    exact = [p for p in people if fold(p.name) == folded]
+    if exact:
+        return exact[0]
+    starting = [p for p in people if fold(p.name).startswith(folded)]
+    return starting[0] if len(starting) == 1 else None
+
+
+def short(text: str) -> str:
+    return text if len(text) <= SHORT_CHARS else text[: SHORT_CHARS - 1].rstrip() + "…"
+
+
+def budgeted(entries: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
+    """The entries that fit in `budget` tokens, in order, and how many were left out."""
+    kept: list[dict[str, Any]] = []
+    spent = 0
+    for entry in entries:
+        cost = estimate_tokens(str(entry.get("text", ""))) + ENTRY_OVERHEAD_TOKENS
+        if spent + cost > budget:
+            break
+        kept.append(entry)
+        spent += cost
+    return kept, len(entries) - len(kept)
+
+
+def compact_answer(
+    person: Participant, facts: Sequence[Fact], *, shown: Collection[int] = ()
+) -> dict[str, Any]:
+    """Ids and short texts, best first, within LIST_TOKEN_BUDGET; facts already in the block (`shown`)
+    are not repeated."""
+    new = [f for f in facts if f.id not in shown]
+    entries, left_out = budgeted([{"id": f.id, "text": short(f.text)} for f in new], LIST_TOKEN_BUDGET)
+    answer: dict[str, Any] = {"person": person.name, "facts": entries}
+    if any(e["text"].endswith("…") for e in entries):
+        answer["hint"] = "texts ending in … are cut: call again with their ids for the full texts"
+    if left_out:
+        answer["more"] = f"{left_out} more matched; a narrower query finds them"
+    if not entries:
+        answer["hint"] = (
+            "what matched is already in the background block"
+            if len(new) < len(facts)
+            else "nothing remembered about that; say so rather than guess"
+        )
+    return answer
+
+
+def full_answer(person: Participant, facts: Sequence[Fact]) -> dict[str, Any]:
+    """The full texts of the facts asked for, with when they were recorded, within FULL_TOKEN_BUDGET."""
+    entries, left_out = budgeted(
+        [{"id": f.id, "text": f.text, "recorded": f.recorded_at[:10]} for f in facts], FULL_TOKEN_BUDGET
+    )
+    answer: dict[str, Any] = {"person": person.name, "facts": entries}
+    if left_out:
+        answer["more"] = f"{left_out} more did not fit; ask for fewer ids"
+    return answer
+
+
+def readable(fact: Fact | None, scope: str, person: Participant, audience: Audience) -> bool:
+    """Whether a fact asked for by id may be shown: the person's own, active, in this scope, and one the
+    reply's audience may hear (the block's rule)."""
+    return (
+        fact is not None
+        and fact.scope == scope
+        and fact.user_id == person.user_id
+        and fact.status == FactStatus.ACTIVE
+        and audience.allows(fact)
+    )
+
+
+def not_present(people: Sequence[Participant], person: str) -> dict[str, Any]:
+    names = ", ".join(p.name for p in people) or "nobody"
+    return {
+        "error": f"{person or 'that person'} is not in this conversation; only its people can be looked up: {names}"
+    }
+
+
+def facts_by_id(store: Storage, ids: Sequence[int]) -> list[Fact | None]:
+    """Runs on the store's thread: the facts of these ids (None where there is none), in one hop."""
+    return [store.get_fact(i) for i in ids]

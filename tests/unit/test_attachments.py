@@ -1,0 +1,92 @@
+"""Making attachments fit for the model: which files are read, images scaled and re-encoded, text cut."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from PIL import Image
+
+from bot.attachments import (
+    IMAGE_MAX_PIXELS,
+    AttachmentLimits,
+    AttachmentReader,
+    Skipped,
+    fit_image,
+    kind_of,
+    read_text,
+)
+
+
+def test_images_and_text_files_are_read_by_type_else_by_name_and_nothing_else_is() -> None:
+    assert kind_of("a.bin", "image/webp") == "image"
+    assert kind_of("a.heic", "image/heic") is None and kind_of("a.svg", "image/svg+xml") is None
+    assert kind_of("main.rs", None) == "text" and kind_of("notes", "text/plain; charset=utf-8") == "text"
+    assert kind_of("photo.JPG", "application/octet-stream") == "image"
+    assert kind_of("report.pdf", "application/pdf") is None and kind_of("song.mp3", None) is None
+    assert kind_of("data.json", "application/json") == "text"
+
+
+def test_a_transparent_image_keeps_its_transparency_and_a_heavy_photo_shrinks_until_it_fits() -> None:
+    logo = Image.new("RGBA", (2000, 1000), (255, 0, 0, 0))
+    out = io.BytesIO()
+    logo.save(out, "PNG")
+    fitted = fit_image(out.getvalue(), max_side=500)
+    with Image.open(io.BytesIO(fitted.data)) as image:
+        assert fitted.mime_type == "image/png" and image.size == (500, 250) and image.mode == "RGBA"
+    noise = Image.frombytes("RGB", (800, 800), random.Random(1).randbytes(800 * 800 * 3))
+    out = io.BytesIO()
+    noise.save(out, "PNG")
+    fitted = fit_image(out.getvalue(), max_side=800, max_bytes=60_000)
+    assert fitted.mime_type == "image/jpeg" and len(fitted.data) <= 60_000
+    with Image.open(io.BytesIO(fitted.data)) as image:
+        assert max(image.size) < 800  # JPEG at full size was still too heavy
+
+
+def test_an_image_of_too_many_pixels_is_skipped_before_it_is_decoded() -> None:
+    side = int(IMAGE_MAX_PIXELS**0.5) + 100
+    out = io.BytesIO()
+    Image.new("1", (side, side)).save(out, "PNG")
+    with pytest.raises(Skipped, match="too large"):
+        fit_image(out.getvalue())
+    out = io.BytesIO()
+    Image.new("RGB", (10, 10)).save(out, "TIFF")
+    with pytest.raises(Skipped, match="unsupported image type TIFF"):
+        fit_image(out.getvalue())
+
+
+def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> None:
+    assert read_text("\ufeffnaïve café".encode(), 100) == "naïve café"
+    assert read_text(b"caf\xe9", 100) == "caf\ufffd"
+    assert (
+        read_text(b"x" * 50, 10)
+        == "x" * 10 + "\n[... cut: the file has 50 characters; the first 10 are shown]"
+    )
+    with pytest.raises(Skipped, match="not a text file"):
+        read_text(b"PK\x03\x04\x00\x00", 100)
+
+
+class _File:
+    def __init__(self, filename: str, content_type: str | None, size: int = 10) -> None:
+        self.url, self.filename, self.content_type, self.size = (
+            "http://127.0.0.1:9/none",
+            filename,
+            content_type,
+            size,
+        )
+
+
+async def test_with_a_cap_of_zero_nothing_is_downloaded_and_the_model_is_told() -> None:
+    reader = AttachmentReader(AttachmentLimits(max_bytes=1000, per_message=0, per_prompt=8, text_chars=100))
+    parts = await reader.read([(1, [_File("cat.png", "image/png"), _File("a.md", None)])])
+    assert parts == {
+        1: [
+            "[image cat.png skipped: attachments are not read here]",
+            "[file a.md skipped: attachments are not read here]",
+        ]
+    }
+    # A name cannot close the note early or add lines.
+    reader = AttachmentReader(AttachmentLimits(max_bytes=1, per_message=4, per_prompt=8, text_chars=100))
+    [[note]] = (await reader.read([(1, [_File("x].png\u200b", "image/png", size=5)])])).values()
+    assert note == "[image x).png skipped: too large (5 B; at most 1 B)]"
