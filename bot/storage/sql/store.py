@@ -156,7 +156,7 @@ class SqlStore(Facts, Search, Buffer, People):
     def forget(
         self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
     ) -> int:
-        """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and FTS rows.
+        """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and words.
 
         Ids that are not this person's in this scope are ignored (the count says what was removed).
         Forgetting everything also drops the person's buffered messages, so nothing is learned afterwards
