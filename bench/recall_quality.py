@@ -47,7 +47,7 @@ from bot.memory.models import NewFact
 from bot.memory.recall import CONTEXT_WEIGHT, KEYWORD_WEIGHT, blend, search_people
 from bot.memory.text import fold
 from bot.storage import Store
-from bot.storage.sqlite.search import keyword_query, keyword_terms
+from bot.storage.keywords import search_terms
 
 SCOPE = "guild:616161"
 K = 5
@@ -378,8 +378,7 @@ def _question(
 
 def shares_word(question: str, texts: list[str], name: str) -> bool:
     """Whether the question has a keyword-search term (not the person's name) that a relevant fact contains."""
-    query = keyword_query(question, ignore=[name])
-    terms = keyword_terms(query) if query else []
+    terms = search_terms(question, ignore=[name])
     words = {w for t in texts for w in re.findall(r"\w+", fold(t))}
     return any(w.startswith(t) for t in terms for w in words)
 

@@ -45,14 +45,14 @@ def _fields(policy: type[P], settings: Settings, prefix: str) -> P:
 def failures(settings: Settings) -> tuple[type[Exception], ...]:
     """Every error that means Gemini or the database failed (ours and the backend driver's): reported in
     one line (`failure_line`), never as a traceback."""
-    return (ModelError, DatabaseError, *backend_for(settings.database_path).errors)
+    return (ModelError, DatabaseError, *backend_for(settings.database_location).errors)
 
 
 async def open_store(settings: Settings, *, allow_model_change: bool = False) -> AsyncStore:
     """The database the settings name, checked against their embedding model (unless a model change is
     allowed: listing and forgetting work whatever the embedding state)."""
     return await AsyncStore.open(
-        settings.database_path,
+        settings.database_location,
         embedding_model=settings.embedding_model,
         dimensions=settings.embedding_dimensions,
         allow_model_change=allow_model_change,
@@ -75,13 +75,18 @@ async def open_maintenance(settings: Settings, *, embedder: GeminiClient | None 
 
 def database_exists(settings: Settings) -> bool:
     """Whether there is a database to read (commands that only read must not create an empty one)."""
-    return backend_for(settings.database_path).exists(str(settings.database_path))
+    return backend_for(settings.database_location).exists(str(settings.database_location))
+
+
+def database_backend(settings: Settings) -> str:
+    """The name of the storage backend the settings choose ("SQLite", "PostgreSQL")."""
+    return backend_for(settings.database_location).name
 
 
 def failure_line(settings: Settings, exc: BaseException) -> str:
-    """One line for a Gemini or database failure, naming which of the two failed."""
+    """One line for a Gemini or database failure, naming which of the two failed (and never a password)."""
     if isinstance(exc, ModelError):
         return f"Gemini: {exc}"
-    where = str(settings.database_path)
-    text = str(exc) if isinstance(exc, DatabaseError) else backend_for(where).describe(where, exc)
+    location, where = str(settings.database_location), settings.database_shown
+    text = str(exc) if isinstance(exc, DatabaseError) else backend_for(location).describe(location, exc)
     return text if where in text else f"database {where}: {text}"

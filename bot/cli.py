@@ -20,7 +20,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.app import database_exists, failure_line, failures, open_maintenance, open_memory, open_store
+from bot.app import (
+    database_backend,
+    database_exists,
+    failure_line,
+    failures,
+    open_maintenance,
+    open_memory,
+    open_store,
+)
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.extract import MAX_FACT_CHARS
@@ -253,7 +261,7 @@ def _emit(args: argparse.Namespace, data: Any, human: Iterator[str] | list[str])
 def require_database(settings: Settings) -> None:
     """Commands that only read (or delete) must not leave an empty database behind a mistyped path."""
     if not database_exists(settings):
-        raise CliError(f"no database at {settings.database_path} (run the bot or facts import first)")
+        raise CliError(f"no database at {settings.database_shown} (run the bot or facts import first)")
 
 
 async def _maintenance(settings: Settings) -> Maintenance:
@@ -294,8 +302,9 @@ async def database_health(settings: Settings) -> dict[str, Any]:
 
 def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     problems = settings.missing("discord_token", "gemini_api_key")
-    database: dict[str, Any] = {"path": str(settings.database_path)}
+    database: dict[str, Any] = {"location": settings.database_shown}
     try:
+        database["backend"] = database_backend(settings)
         database.update(asyncio.run(database_health(settings)), ok=True)
     except failures(settings) as exc:
         problem = failure_line(settings, exc)
@@ -314,7 +323,7 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     human = [f"{k} = {v}" for k, v in report["settings"].items()]
     if database.get("ok"):
         human.append(
-            f"database OK: {database['path']} ({database['description']}, {database['embedding_model']} at "
+            f"database OK: {database['location']} ({database['description']}, {database['embedding_model']} at "
             f"{database['embedding_dimensions']} dimensions)"
         )
     human += [f"{service}: OK ({verdict['detail']})" for service, verdict in online.items() if verdict["ok"]]

@@ -7,10 +7,12 @@ Every setting has a default except the two secrets; which secrets are required d
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_PERSONA = (
     "You are a friendly, concise member of this Discord community. You remember what people have told you "
@@ -41,6 +43,7 @@ class Settings:
     gemini_timeout_seconds: float = 30.0
     gemini_max_retries: int = 4
     database_path: Path = Path("data/memory.sqlite3")
+    database_url: str = ""  # postgresql://...: PostgreSQL instead of the SQLite file (may hold a password)
     memory_flush_quiet_seconds: float = 60.0
     memory_flush_max_messages: int = 50
     memory_flush_max_age_seconds: float = 600.0
@@ -84,6 +87,16 @@ class Settings:
         }
         return [hints.get(n, f"{n.upper()} is not set") for n in names if not getattr(self, n)]
 
+    @property
+    def database_location(self) -> Path | str:
+        """Where the memory is: DATABASE_URL when set (PostgreSQL), else the SQLite file DATABASE_PATH."""
+        return self.database_url or self.database_path
+
+    @property
+    def database_shown(self) -> str:
+        """The database's location as messages show it: a URL without its password."""
+        return _mask_url(self.database_url) if self.database_url else str(self.database_path)
+
     def masked(self) -> dict[str, Any]:
         """The settings as plain values with secrets hidden, for `check` and start-up logs."""
         out: dict[str, Any] = {}
@@ -91,6 +104,8 @@ class Settings:
             value = getattr(self, f.name)
             if f.name in self.SECRETS:
                 value = _mask(value)
+            elif f.name == "database_url":
+                value = _mask_url(value) if value else "(not set)"
             elif isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, frozenset):
@@ -103,6 +118,25 @@ def _mask(secret: str) -> str:
     if not secret:
         return "(not set)"
     return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def _mask_url(url: str) -> str:
+    """A database URL with any password replaced by ****, in the user part and in the query alike."""
+    parts = urlsplit(url)
+    user, _, host = parts.netloc.rpartition("@")
+    if ":" in user:
+        user = user.split(":", 1)[0] + ":****"
+    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2****", parts.query)
+    netloc = f"{user}@{host}" if user else host
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def _database_url(raw: str) -> str:
+    """A PostgreSQL URL (postgresql:// or postgres://) with a host or socket to connect to."""
+    if not raw.startswith(("postgresql://", "postgres://")):
+        raise ValueError
+    urlsplit(raw)  # a malformed one (an unclosed [ip]) raises ValueError
+    return raw
 
 
 def _positive_int(raw: str) -> int:
@@ -197,6 +231,10 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
     "gemini_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
     "database_path": (_path, "a file path"),
+    "database_url": (
+        _database_url,
+        "a PostgreSQL URL such as postgresql://bot:password@db.example.com/memory",
+    ),
     "memory_flush_quiet_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "memory_flush_max_messages": (_positive_int, "a positive integer such as 50"),
     "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
@@ -260,7 +298,8 @@ def load_settings(
         try:
             values[f.name] = parser(raw)
         except (ValueError, TypeError):
-            shown = raw if f.name not in Settings.SECRETS else "(hidden)"
+            shown = _mask_url(raw) if f.name == "database_url" else raw
+            shown = "(hidden)" if f.name in Settings.SECRETS else shown
             problems.append(f"{name}={shown!r} is not valid: expected {expected}")
     problems += _shard_problems(values)
     if problems:

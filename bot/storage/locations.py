@@ -24,9 +24,14 @@ def scheme(location: Path | str) -> str:
 def backend_for(location: Path | str) -> Backend:
     """The backend of `location`: PostgreSQL for a postgresql:// URL, SQLite for a path."""
     if is_url(location):
-        raise DatabaseError(
-            f"{scheme(location)} databases are not supported yet: set DATABASE_PATH to a file"
-        )
+        try:  # only now: SQLite users need not install psycopg
+            from bot.storage.postgres import backend as postgres
+        except ImportError as exc:
+            raise DatabaseError(
+                f"a {scheme(location)}:// DATABASE_URL needs the PostgreSQL driver ({exc.name} is missing): "
+                "pip install -e '.[postgres]'"
+            ) from exc
+        return postgres.BACKEND
     from bot.storage.sqlite import backend as sqlite
 
     return sqlite.BACKEND

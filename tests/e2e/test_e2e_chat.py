@@ -27,7 +27,7 @@ from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload
 from tests.e2e.world import World, eventually, world
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
 
 
 def block_of(request: dict[str, Any]) -> ET.Element | None:

@@ -26,7 +26,7 @@ from bot.storage import Store
 from standins.discord import Guild, InteractionRecord
 from tests.e2e.world import World, eventually, world
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
 
 EPHEMERAL = 64
 LINE = re.compile(r"^#(\d+) · \d{4}-\d{2}-\d{2} · (.+)$", re.M)
@@ -40,7 +40,15 @@ def scope(guild: Guild) -> str:
 
 
 def sql(w: World, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    return [tuple(r) for r in w.bot.memory.store.sync.conn.execute(query, params).fetchall()]
+    # Discord ids are text in the tables: PostgreSQL compares text with text only (SQLite converts).
+    texts = [str(p) if isinstance(p, int) else p for p in params]
+    return [tuple(r) for r in w.bot.memory.store.sync.conn.execute(query, texts).fetchall()]
+
+
+def indexed(w: World, fact_id: int) -> list[tuple[Any, ...]]:
+    """How many rows of the keyword index hold this fact (FTS5's rowid, PostgreSQL's fact_id)."""
+    key = "rowid" if w.text_index == "facts_fts" else "fact_id"
+    return sql(w, f"SELECT count(*) FROM {w.text_index} WHERE {key} = ?", fact_id)
 
 
 def count_facts(w: World, guild: Guild, user: dict[str, Any]) -> int:
@@ -252,12 +260,12 @@ async def test_forget_fact_through_autocomplete_removes_exactly_that_fact(tmp_pa
 
         chosen = choices[0]["value"]
         assert sql(w, "SELECT count(*) FROM fact_vectors WHERE fact_id = ?", chosen) == [(1,)]
-        assert sql(w, "SELECT count(*) FROM facts_fts WHERE rowid = ?", chosen) == [(1,)]
+        assert indexed(w, chosen) == [(1,)]
         _, data = await command(w, w.alice, "forget", w.alpha, subcommand="fact", options={"fact": chosen})
         assert data["content"] == "Forgot 1 fact."
         assert sql(w, "SELECT count(*) FROM facts WHERE id = ?", chosen) == [(0,)]
         assert sql(w, "SELECT count(*) FROM fact_vectors WHERE fact_id = ?", chosen) == [(0,)]
-        assert sql(w, "SELECT count(*) FROM facts_fts WHERE rowid = ?", chosen) == [(0,)]
+        assert indexed(w, chosen) == [(0,)]
         assert count_facts(w, w.alpha, w.alice) == 22
         assert sql(w, "SELECT count(*) FROM fact_vectors WHERE scope = ?", scope(w.alpha)) == [(22 + 12,)]
         assert count_facts(w, w.alpha, w.bob) == 12
@@ -325,7 +333,11 @@ async def test_forget_all_confirmed_leaves_nothing_of_the_caller_in_this_server(
             scope(w.alpha),
             w.alice["id"],
         ) == [(0,)]
-        assert sql(w, "SELECT count(*) FROM facts_fts WHERE text LIKE 'alice read book%'") == [(0,)]
+        if w.text_index == "facts_fts":
+            assert sql(w, "SELECT count(*) FROM facts_fts WHERE text LIKE 'alice read book%'") == [(0,)]
+        else:
+            words = "SELECT count(*) FROM fact_words WHERE scope = ? AND user_id = ?"
+            assert sql(w, words, scope(w.alpha), w.alice["id"]) == [(0,)]
         assert not await w.captured(unread["id"])  # her unread message went too
         assert await w.captured(bobs["id"])
         assert count_facts(w, w.alpha, w.bob) == 2

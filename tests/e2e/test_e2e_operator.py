@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.world import World, eventually, world
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
 
 # View Channels, Send Messages, Send Messages in Threads, Read Message History (README, step 4).
 NEEDED_PERMISSIONS = (1 << 10) | (1 << 11) | (1 << 38) | (1 << 16)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.storage.sqlite.connection import connect
+from bot.storage.locations import open_storage
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
 from tests.e2e.world import eventually
@@ -82,9 +82,16 @@ async def stand_ins() -> AsyncIterator[tuple[DiscordStandIn, GeminiStandIn]]:
 
 
 def bot_env(
-    discord_standin: DiscordStandIn, gemini: GeminiStandIn, tmp_path: Path, **extra: str
+    discord_standin: DiscordStandIn,
+    gemini: GeminiStandIn,
+    tmp_path: Path,
+    database: Path | str | None = None,
+    **extra: str,
 ) -> dict[str, str]:
+    """The bot's environment; its database is `database` (a PostgreSQL URL goes in DATABASE_URL), or a file."""
+    where = {"DATABASE_URL": database} if isinstance(database, str) else {}
     settings = {
+        **where,
         "DISCORD_TOKEN": "test-token",
         "GEMINI_API_KEY": "test-key",
         "GEMINI_BASE_URL": gemini.base_url,
@@ -135,12 +142,14 @@ async def test_discord_out_of_reach_is_one_line_not_a_traceback(tmp_path: Path) 
 
 
 async def test_start_sync_capture_and_sigterm(
-    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn], database: Path | str
 ) -> None:
     discord_standin, gemini = stand_ins
     guild = discord_standin.add_guild("Alpha")
     alice = discord_standin.add_user("alice")
-    env = bot_env(discord_standin, gemini, tmp_path, ADMIN_LOG_CHANNEL_ID=str(guild.channels["bot-log"]))
+    log_channel = str(guild.channels["bot-log"])
+    env = bot_env(discord_standin, gemini, tmp_path, database, ADMIN_LOG_CHANNEL_ID=log_channel)
+    where = database if isinstance(database, str) else tmp_path / "bot.sqlite3"
 
     bot = await start_bot(env, tmp_path)
     ready = await bot.wait_line("ready as")
@@ -156,12 +165,12 @@ async def test_start_sync_capture_and_sigterm(
 
     await discord_standin.send_message(guild.channels["general"], alice, "I grow tomatoes on my balcony")
 
-    async def captured() -> bool:
-        conn = connect(tmp_path / "bot.sqlite3", readonly=True)
+    async def captured() -> bool:  # read beside the running bot, as an operator's command would
+        store = open_storage(where, embedding_model="any", dimensions=1, allow_model_change=True)
         try:
-            return conn.execute("SELECT count(*) FROM pending_messages WHERE is_bot = 0").fetchone()[0] == 1
+            return store.count_pending() == 1  # type: ignore[attr-defined]
         finally:
-            conn.close()
+            store.close()
 
     await eventually(captured, what="the message in the durable buffer")
     bot.proc.send_signal(signal.SIGTERM)
@@ -238,12 +247,12 @@ async def test_commands_are_synced_again_when_discord_lacks_them_and_a_dev_guild
 
 
 async def test_another_application_on_the_same_database_gets_its_commands(
-    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn]
+    tmp_path: Path, stand_ins: tuple[DiscordStandIn, GeminiStandIn], database: Path | str
 ) -> None:
     discord_standin, gemini = stand_ins
     discord_standin.add_guild("Alpha")
-    await start_and_stop(bot_env(discord_standin, gemini, tmp_path), tmp_path)
+    await start_and_stop(bot_env(discord_standin, gemini, tmp_path, database), tmp_path)
     async with DiscordStandIn() as other_application:
         other_application.add_guild("Alpha")
-        await start_and_stop(bot_env(other_application, gemini, tmp_path), tmp_path)
+        await start_and_stop(bot_env(other_application, gemini, tmp_path, database), tmp_path)
         assert len(command_puts(other_application)) == 1 and other_application.synced_commands[None]

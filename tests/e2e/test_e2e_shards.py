@@ -34,20 +34,25 @@ QUICK = {
 }
 
 
-def database(tmp_path: Path) -> Storage:
-    return open_storage(tmp_path / "bot.sqlite3", embedding_model="gemini-embedding-001", dimensions=768)
+def where(database: Path | str, tmp_path: Path) -> Path | str:
+    """The bots' database: the test's PostgreSQL database, or the file bot_env names."""
+    return database if isinstance(database, str) else tmp_path / "bot.sqlite3"
 
 
-def facts(tmp_path: Path, guild: Guild, user: dict[str, Any]) -> list[Fact]:
-    store = database(tmp_path)
+def opened(where: Path | str) -> Storage:
+    return open_storage(where, embedding_model="gemini-embedding-001", dimensions=768)
+
+
+def facts(where: Path | str, guild: Guild, user: dict[str, Any]) -> list[Fact]:
+    store = opened(where)
     try:
         return store.list_facts(f"guild:{guild.id}", user["id"], limit=100)
     finally:
         store.close()
 
 
-def pending(tmp_path: Path, guild: Guild) -> list[BufferedMessage]:
-    store = database(tmp_path)
+def pending(where: Path | str, guild: Guild) -> list[BufferedMessage]:
+    store = opened(where)
     try:
         return store.pending_messages(str(guild.channels["general"]), 100)
     finally:
@@ -90,24 +95,30 @@ async def stop(*bots: BotProcess) -> None:
 
 
 async def test_two_shard_processes_learn_each_message_once_and_a_killed_one_loses_nothing(
-    tmp_path: Path,
+    tmp_path: Path, database: Path | str
 ) -> None:
     async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
         gemini.generate_handler = FakeBrain()
         zero, one = await guilds_on_two_shards(discord_standin)
         alice, bob = discord_standin.add_user("alice"), discord_standin.add_user("bob")
-        env = bot_env(discord_standin, gemini, tmp_path, SHARD_COUNT="2", **QUICK)
+        env = bot_env(discord_standin, gemini, tmp_path, where(database, tmp_path), SHARD_COUNT="2", **QUICK)
         first = await ready({**env, "SHARD_IDS": "0"}, tmp_path)
         second = await ready({**env, "SHARD_IDS": "1"}, tmp_path)
         assert len(command_puts(discord_standin)) == 1  # only the process with shard 0 syncs
 
         await discord_standin.send_message(zero.channels["general"], alice, "I keep bees in Ghent")
         await discord_standin.send_message(one.channels["general"], bob, "I play the cello")
-        await eventually(holds(lambda: len(facts(tmp_path, zero, alice)) == 1), 20, what="alice's fact")
-        await eventually(holds(lambda: len(facts(tmp_path, one, bob)) == 1), 20, what="bob's fact")
+        await eventually(
+            holds(lambda: len(facts(where(database, tmp_path), zero, alice)) == 1), 20, what="alice's fact"
+        )
+        await eventually(
+            holds(lambda: len(facts(where(database, tmp_path), one, bob)) == 1), 20, what="bob's fact"
+        )
         await asyncio.sleep(1.5)  # time for a second learning, if there were one
-        assert [f.text for f in facts(tmp_path, zero, alice)] == ["alice keeps bees in Ghent"]
-        assert [f.text for f in facts(tmp_path, one, bob)] == ["bob plays the cello"]
+        assert [f.text for f in facts(where(database, tmp_path), zero, alice)] == [
+            "alice keeps bees in Ghent"
+        ]
+        assert [f.text for f in facts(where(database, tmp_path), one, bob)] == ["bob plays the cello"]
         assert extractions_of(gemini, "I keep bees in Ghent") == 1
         assert extractions_of(gemini, "I play the cello") == 1
 
@@ -120,31 +131,37 @@ async def test_two_shard_processes_learn_each_message_once_and_a_killed_one_lose
         )
         second.proc.kill()
         await second.proc.wait()
-        assert [m.content for m in pending(tmp_path, one)] == ["I work as a ferry pilot"]
+        assert [m.content for m in pending(where(database, tmp_path), one)] == ["I work as a ferry pilot"]
         again = await ready({**env, "SHARD_IDS": "1"}, tmp_path)
         await eventually(
-            holds(lambda: len(facts(tmp_path, one, bob)) == 2), 30, what="the fact after the restart"
+            holds(lambda: len(facts(where(database, tmp_path), one, bob)) == 2),
+            30,
+            what="the fact after the restart",
         )
-        assert sorted(f.text for f in facts(tmp_path, one, bob)) == [
+        assert sorted(f.text for f in facts(where(database, tmp_path), one, bob)) == [
             "bob plays the cello",
             "bob works as a ferry pilot",
         ]
-        assert pending(tmp_path, one) == []
+        assert pending(where(database, tmp_path), one) == []
         await stop(first, again)
 
 
-async def test_two_processes_on_one_shard_learn_once_and_share_an_opt_out(tmp_path: Path) -> None:
+async def test_two_processes_on_one_shard_learn_once_and_share_an_opt_out(
+    tmp_path: Path, database: Path | str
+) -> None:
     """A rolling restart: both processes get every message for a while; an opt-out answered by one
     stops the other capturing that person within a second."""
     async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
         gemini.generate_handler = FakeBrain()
         guild = discord_standin.add_guild("Alpha")
         alice, bob = discord_standin.add_user("alice"), discord_standin.add_user("bob")
-        env = bot_env(discord_standin, gemini, tmp_path, **QUICK)
+        env = bot_env(discord_standin, gemini, tmp_path, where(database, tmp_path), **QUICK)
         old, new = await ready(env, tmp_path), await ready(env, tmp_path)
 
         await discord_standin.send_message(guild.channels["general"], bob, "I play the cello")
-        await eventually(holds(lambda: len(facts(tmp_path, guild, bob)) == 1), 20, what="bob's fact")
+        await eventually(
+            holds(lambda: len(facts(where(database, tmp_path), guild, bob)) == 1), 20, what="bob's fact"
+        )
         await asyncio.sleep(1.5)
         assert extractions_of(gemini, "I play the cello") == 1
 
@@ -155,7 +172,11 @@ async def test_two_processes_on_one_shard_learn_once_and_share_an_opt_out(tmp_pa
         await asyncio.sleep(1.0)  # "within a second"
         await discord_standin.send_message(guild.channels["general"], alice, "I keep bees in Ghent")
         await discord_standin.send_message(guild.channels["general"], bob, "I have a red bicycle")
-        await eventually(holds(lambda: len(facts(tmp_path, guild, bob)) == 2), 20, what="bob's second fact")
-        assert facts(tmp_path, guild, alice) == []
+        await eventually(
+            holds(lambda: len(facts(where(database, tmp_path), guild, bob)) == 2),
+            20,
+            what="bob's second fact",
+        )
+        assert facts(where(database, tmp_path), guild, alice) == []
         assert extractions_of(gemini, "bees") == 0  # neither process captured alice
         await stop(old, new)

@@ -17,7 +17,7 @@ from standins.brain import system_text
 from standins.discord.model import VIEW_CHANNEL, overwrite
 from tests.e2e.world import World, eventually, world
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
 
 
 async def ask(w: World, channel_id: int, author: dict[str, Any], text: str) -> str:
@@ -281,7 +281,7 @@ async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_ol
         [fixed] = await w.facts(scope, w.bob)
         assert (fixed.id, fixed.text, fixed.sources) == (wrong.id, "bob lives in Oslo", wrong.sources)
         conn = w.bot.memory.store.sync.conn
-        for table in ("facts", "fact_events", "facts_fts"):
+        for table in ("facts", "fact_events", w.text_index):
             assert "Oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()), table
         reply = await ask(w, w.general, w.bob, "where do I live? Oslo")
         assert "bob lives in Oslo<" in reply

@@ -52,10 +52,15 @@ class World:
     async def captured(self, message_id: int | str) -> bool:
         """Whether a message is in the durable buffer."""
         await self.bot.memory.capture_buffer.wait_written()
-        row = self.bot.memory.store.sync.conn.execute(
+        row = self.bot.memory.store.sync.conn.execute(  # type: ignore[attr-defined]
             "SELECT 1 FROM pending_messages WHERE message_id = ?", (str(message_id),)
         ).fetchone()
         return row is not None
+
+    @property
+    def text_index(self) -> str:
+        """The table of the backend's keyword index (what a forgotten or corrected text must leave)."""
+        return "facts_fts" if isinstance(database, (Path, type(None))) else "fact_words"
 
     async def say(
         self,
@@ -90,6 +95,11 @@ class World:
         return [r.json for r in self.gemini.requests if r.kind == "stream"]
 
 
+# The database the next world opens: a file in its tmp_path (None), or a PostgreSQL URL. Set per test
+# by the `world_database` fixture of tests/e2e/conftest.py, which runs each world test on both backends.
+database: Path | str | None = None
+
+
 @contextlib.asynccontextmanager
 async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
     async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
@@ -102,6 +112,7 @@ async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
         carol = discord_standin.add_user("carol")
         settings = make_settings(
             tmp_path,
+            database,
             gemini_base_url=gemini.base_url,
             embedding_model="gemini-embedding-001",
             embedding_dimensions=768,

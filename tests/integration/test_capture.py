@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from bot.app import memory_policy
@@ -20,6 +21,7 @@ from bot.memory.models import BufferedMessage, NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
 from bot.storage import AsyncStore, Store
+from bot.storage.locations import open_storage
 from tests.conftest import make_settings
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
 from tests.integration.test_pipeline import SCOPE, msg
@@ -267,9 +269,11 @@ async def test_gemini_failing_leaves_messages_pending_until_it_answers(
 
 
 @pytest.fixture
-async def quick_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, FakeLLM]]:
-    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.3, memory_flush_max_messages=3)
-    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+async def quick_service(tmp_path: Path, database: Path | str) -> AsyncIterator[tuple[MemoryService, FakeLLM]]:
+    settings = make_settings(tmp_path, database, memory_flush_quiet_seconds=0.3, memory_flush_max_messages=3)
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
     llm = FakeLLM(extract=echo_extractor)
     svc = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     svc.capture_buffer.policy = FlushPolicy(0.3, 3, 3600, 2, 0.05)
@@ -319,16 +323,20 @@ async def test_a_large_buffer_flushes_before_it_goes_quiet(
     assert await service.store.call(Store.count_pending) == 1  # the 7th waits for quiet or more company
 
 
-async def test_overdue_buffers_flush_at_start_up(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.2)
-    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+async def test_overdue_buffers_flush_at_start_up(tmp_path: Path, database: Path | str) -> None:
+    settings = make_settings(tmp_path, database, memory_flush_quiet_seconds=0.2)
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
     first = MemoryService(store, FakeLLM(), FakeEmbedder(), memory_policy(settings))
     first.capture_buffer.policy = FlushPolicy(3600, 50, 3600, 2, 0.05)
     await first.start()
     first.capture(msg("m1", "alice", "I was captured before a restart"), guild_id="100")
     await first.close()
 
-    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
     llm = FakeLLM(extract=echo_extractor)
     second = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     await second.start()
@@ -422,9 +430,13 @@ async def test_the_bots_turns_left_without_anyones_messages_are_dropped_at_start
     assert len(await service.store.call(Store.pending_messages, "c2", 10)) == 2
 
 
-async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffered(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, memory_flush_quiet_seconds=0.1, memory_flush_concurrency=1)
-    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffered(
+    tmp_path: Path, database: Path | str
+) -> None:
+    settings = make_settings(tmp_path, database, memory_flush_quiet_seconds=0.1, memory_flush_concurrency=1)
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
     llm = FakeLLM(extract=echo_extractor)
     service = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     service.capture_buffer.policy = replace(service.capture_buffer.policy, tick_seconds=0.02)
@@ -441,7 +453,7 @@ async def test_stopping_waits_for_running_flushes_only_and_keeps_the_rest_buffer
     await closing
     assert loop.time() - started < 2
     assert llm.count(Purpose.EXTRACT) == 1
-    reopened = Store.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    reopened = open_storage(settings.database_location, embedding_model="fake-embedding", dimensions=DIMS)
     try:
         assert reopened.count_pending() == 2  # the two channels whose flush never ran stay buffered
     finally:
@@ -511,18 +523,26 @@ async def test_a_switch_made_before_a_queued_message_is_written_still_applies_to
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
 
 
-def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1) -> None:
-    """Make Store.<name> raise the next `times` calls, as a locked or full database would."""
-    original = getattr(Store, name)
+def locked(service: MemoryService) -> Exception:
+    """What the service's database raises while another writer holds it, on its backend."""
+    if isinstance(service.store.sync, Store):
+        return sqlite3.OperationalError("database is locked")
+    return psycopg.errors.LockNotAvailable("could not obtain lock")
+
+
+def fail_once(monkeypatch: pytest.MonkeyPatch, service: MemoryService, name: str, times: int = 1) -> None:
+    """Make the service's store's <name> raise the next `times` calls, as a locked or full database would."""
+    backend_store = type(service.store.sync)
+    original = getattr(backend_store, name)
     left = [times]
 
-    def flaky(self: Store, *args: Any, **kwargs: Any) -> Any:
+    def flaky(self: Any, *args: Any, **kwargs: Any) -> Any:
         if left[0] > 0:
             left[0] -= 1
-            raise sqlite3.OperationalError("database is locked")
+            raise locked(service)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, name, flaky)
+    monkeypatch.setattr(backend_store, name, flaky)
 
 
 async def test_a_failed_write_retries_only_what_did_not_commit(
@@ -530,7 +550,7 @@ async def test_a_failed_write_retries_only_what_did_not_commit(
 ) -> None:
     service.capture(msg("m2", "alice", "I like tea"), guild_id="100")
     await service.capture_buffer.wait_written()
-    fail_once(monkeypatch, "update_pending_message")
+    fail_once(monkeypatch, service, "update_pending_message")
     service.capture(msg("m1", "bob", "I collect stamps"), guild_id="100")
     await service.message_edited("m2", "I like green tea")  # same batch: the add commits, the edit fails
     await asyncio.sleep(0.3)
@@ -543,7 +563,7 @@ async def test_a_forget_all_holds_even_when_queued_messages_are_written_late(
     service: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(service_module, "SETTLE_SECONDS", 0.2)
-    fail_once(monkeypatch, "buffer_messages", times=2)  # the writer is stuck for about two seconds
+    fail_once(monkeypatch, service, "buffer_messages", times=2)  # the writer is stuck for about two seconds
     service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
     await asyncio.sleep(0.05)
     await service.forget(SCOPE, "alice", None)
@@ -557,11 +577,11 @@ async def test_a_deletion_survives_a_failed_write_and_an_opt_out_failure_changes
     llm.handlers[Purpose.EXTRACT] = echo_extractor
     service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
     await service.flush_now()
-    fail_once(monkeypatch, "forget_message")
+    fail_once(monkeypatch, service, "forget_message")
     assert await service.message_deleted("m1") == 1
     assert await service.list_facts(SCOPE, "alice") == []
-    fail_once(monkeypatch, "set_opt_out")
-    with pytest.raises(sqlite3.OperationalError):
+    fail_once(monkeypatch, service, "set_opt_out")
+    with pytest.raises(type(locked(service))):
         await service.set_opt_out(SCOPE, "bob", True)
     assert not service.is_opted_out(SCOPE, "bob")  # the database did not record it, so neither does memory
 
@@ -583,10 +603,14 @@ async def test_a_row_that_can_never_be_written_is_dropped_alone_and_capture_goes
 
 
 @pytest.fixture
-async def clocked_service(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, FakeLLM, list[float]]]:
+async def clocked_service(
+    tmp_path: Path, database: Path | str
+) -> AsyncIterator[tuple[MemoryService, FakeLLM, list[float]]]:
     """The default triggers (60 s quiet, 600 s age) with a quiet minimum of 3, on a clock the test moves."""
-    settings = make_settings(tmp_path)
-    store = await AsyncStore.open(settings.database_path, embedding_model="fake-embedding", dimensions=DIMS)
+    settings = make_settings(tmp_path, database)
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
     llm = FakeLLM(extract=echo_extractor)
     svc = MemoryService(store, llm, FakeEmbedder(), memory_policy(settings))
     now = [1_000_000.0]

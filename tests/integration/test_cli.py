@@ -14,6 +14,8 @@ import pytest
 
 from bot.memory.models import NewFact
 from bot.storage import Store
+from bot.storage.locations import open_storage
+from bot.storage.postgres.schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from standins.discord import DiscordStandIn
 from standins.gemini import GeminiStandIn
 
@@ -61,6 +63,12 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
+def db_env(database: Path | str) -> dict[str, str]:
+    """The one setting naming the test's database: DATABASE_URL for PostgreSQL, DATABASE_PATH for a file."""
+    return {"DATABASE_URL": database} if isinstance(database, str) else {"DATABASE_PATH": str(database)}
+
+
+@pytest.fixture
 async def gemini() -> AsyncIterator[GeminiStandIn]:
     async with GeminiStandIn() as standin:
         yield standin
@@ -97,8 +105,31 @@ async def test_check_with_dummy_values_reports_the_database_ok(tmp_path: Path) -
     code, out, _ = await run_cli("check", "--json", env=env, cwd=tmp_path)
     report = json.loads(out)
     assert code == 0 and report["ok"] is True and report["database"]["fts5"] is True
+    assert report["database"]["backend"] == "SQLite"
     assert report["settings"]["DISCORD_TOKEN"] == "****3456" and "dummy-gemini" not in out
     assert (tmp_path / "new" / "memory.sqlite3").exists()
+
+
+async def test_check_names_postgresql_and_never_shows_the_password(tmp_path: Path, postgres_url: str) -> None:
+    url = postgres_url.replace(
+        "postgres:@", "postgres:hunter2-secret@"
+    )  # the test server trusts any password
+    env = clean_env(DISCORD_TOKEN="dummy-discord-token-123456", GEMINI_API_KEY="k", DATABASE_URL=url)
+    code, out, err = await run_cli("check", env=env, cwd=tmp_path)
+    assert code == 0, err
+    [line] = [line for line in out.splitlines() if line.startswith("database OK")]
+    assert "PostgreSQL 16" in line and "pgvector" in line and "postgres:****@" in line
+    code, out, err = await run_cli("check", "--json", env=env, cwd=tmp_path)
+    database = json.loads(out)["database"]
+    assert database["backend"] == "PostgreSQL" and database["schema_version"] == len(POSTGRES_MIGRATIONS)
+    assert json.loads(out)["settings"]["DATABASE_URL"].startswith("postgresql://postgres:****@")
+    assert "hunter2" not in out + err
+    # A database that is not there: one line, still without the password.
+    env["DATABASE_URL"] = url.replace("/test_", "/absent_")
+    code, out, err = await run_cli("check", env=env, cwd=tmp_path)
+    [problem] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and "does not exist" in problem and "postgres:****@" in problem
+    assert "hunter2" not in out + err
 
 
 async def test_a_malformed_setting_is_named(tmp_path: Path) -> None:
@@ -141,14 +172,9 @@ def write_import(path: Path) -> None:
 
 
 async def test_import_then_recall_returns_the_right_persons_facts_only(
-    tmp_path: Path, gemini: GeminiStandIn
+    tmp_path: Path, gemini: GeminiStandIn, db_env: dict[str, str]
 ) -> None:
-    env = clean_env(
-        GEMINI_API_KEY="k",
-        GEMINI_BASE_URL=gemini.base_url,
-        DATABASE_PATH=str(tmp_path / "m.sqlite3"),
-        GEMINI_MAX_RETRIES="1",
-    )
+    env = clean_env(GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, GEMINI_MAX_RETRIES="1", **db_env)
     data = tmp_path / "facts.jsonl"
     write_import(data)
     code, out, err = await run_cli("facts", "import", str(data), "--json", env=env, cwd=tmp_path)
@@ -210,11 +236,13 @@ async def test_import_then_recall_returns_the_right_persons_facts_only(
     assert rows[2]["users"][0]["facts"] == []  # nothing was imported into DMs
 
 
-async def import_three_dm_facts(tmp_path: Path, gemini: GeminiStandIn) -> dict[str, str]:
-    """Import three DM facts of user 7 through the CLI; returns the environment used."""
-    env = clean_env(
-        GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, DATABASE_PATH=str(tmp_path / "m.sqlite3")
-    )
+async def import_three_dm_facts(
+    tmp_path: Path, gemini: GeminiStandIn, db_env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Import three DM facts of user 7 through the CLI (into an SQLite file unless `db_env` says where);
+    returns the environment used."""
+    where = db_env or {"DATABASE_PATH": str(tmp_path / "m.sqlite3")}
+    env = clean_env(GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, **where)
     data = tmp_path / "f.jsonl"
     data.write_text(
         "\n".join(
@@ -226,8 +254,8 @@ async def import_three_dm_facts(tmp_path: Path, gemini: GeminiStandIn) -> dict[s
     return env
 
 
-async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> None:
-    env = await import_three_dm_facts(tmp_path, gemini)
+async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn, db_env: dict[str, str]) -> None:
+    env = await import_three_dm_facts(tmp_path, gemini, db_env)
     code, out, _ = await run_cli(
         "facts", "list", "--scope", "dm", "--user", "7", "--json", env=env, cwd=tmp_path
     )
@@ -251,9 +279,9 @@ async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn) -> 
 
 
 async def test_changing_the_embedding_dimension_requires_reembed(
-    tmp_path: Path, gemini: GeminiStandIn
+    tmp_path: Path, gemini: GeminiStandIn, db_env: dict[str, str]
 ) -> None:
-    env = await import_three_dm_facts(tmp_path, gemini)
+    env = await import_three_dm_facts(tmp_path, gemini, db_env)
     env["EMBEDDING_DIMENSIONS"] = "256"
     code, _, err = await run_cli(
         "recall", "--scope", "dm", "--user", "7", "--query", "tea", env=env, cwd=tmp_path
@@ -270,8 +298,9 @@ async def test_changing_the_embedding_dimension_requires_reembed(
 
 
 async def test_export_then_import_on_another_instance_keeps_facts_and_where_they_were_learned(
-    tmp_path: Path, gemini: GeminiStandIn
+    tmp_path: Path, gemini: GeminiStandIn, database: Path | str, db_env: dict[str, str]
 ) -> None:
+    """Exported from an SQLite file, imported into the backend under test (PostgreSQL: a move)."""
     from bot.memory.models import NewFact, Origin
     from bot.storage import Store
     from tests.fakes import unit
@@ -323,11 +352,11 @@ async def test_export_then_import_on_another_instance_keeps_facts_and_where_they
     assert "exported 2 fact(s)" in err
     assert len(exported.read_text().splitlines()) == 2
 
-    new_env = {**env, "DATABASE_PATH": str(tmp_path / "new.sqlite3")}
+    new_env = {k: v for k, v in env.items() if k != "DATABASE_PATH"} | db_env
     code, out, err = await run_cli("facts", "import", str(exported), "--json", env=new_env, cwd=tmp_path)
     assert code == 0, err
     assert json.loads(out)["imported"] == 2
-    moved = Store.open(tmp_path / "new.sqlite3", embedding_model="gemini-embedding-001", dimensions=768)
+    moved = open_storage(database, embedding_model="gemini-embedding-001", dimensions=768)
     facts = {f.text: f for f in moved.list_facts("guild:1", "7")}
     moved.close()
     assert set(facts) == {"Seven lives in Oslo", "Seven has asthma"}

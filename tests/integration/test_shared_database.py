@@ -10,22 +10,22 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.app import memory_policy
+from bot.config import Settings
 from bot.memory.leases import Leases, channel_key, person_key
 from bot.memory.ports import Purpose
 from bot.memory.service import MemoryService
-from bot.storage import AsyncStore, Store
-from tests.conftest import make_settings
+from bot.storage import AsyncStore
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 from tests.integration.test_capture import echo_extractor
 from tests.integration.test_pipeline import SCOPE, msg
 
 
-def test_a_claim_is_exclusive_renewable_and_lapses(store: Store) -> None:
+def test_a_claim_is_exclusive_renewable_and_lapses(store: Any) -> None:
     assert store.claim(["channel:1", "person:a"], "p1", 60)
     assert not store.claim(["person:a"], "p2", 60)
     assert not store.claim(["channel:2", "channel:1"], "p2", 60)  # all or nothing
@@ -40,7 +40,7 @@ def test_a_claim_is_exclusive_renewable_and_lapses(store: Store) -> None:
     assert store.claim(["channel:3"], "p2", 60)
 
 
-def test_every_settings_change_moves_the_version(store: Store) -> None:
+def test_every_settings_change_moves_the_version(store: Any) -> None:
     seen = [store.settings_version()]
     store.set_opt_out(SCOPE, "alice", True)
     seen.append(store.settings_version())
@@ -55,7 +55,7 @@ def test_every_settings_change_moves_the_version(store: Store) -> None:
     assert seen == [0, 1, 2, 3, 4, 4]
 
 
-def test_personas_are_stored_per_server_and_channel(store: Store) -> None:
+def test_personas_are_stored_per_server_and_channel(store: Any) -> None:
     store.update_guild_settings("100", persona="You are Sage.")
     store.set_channel_persona("100", "c1", "You are a pirate.")
     store.set_channel_persona("200", "c9", "You are a poet.")
@@ -72,15 +72,14 @@ def test_personas_are_stored_per_server_and_channel(store: Store) -> None:
 
 
 @pytest.fixture
-async def two_processes(tmp_path: Path) -> AsyncIterator[tuple[MemoryService, MemoryService, FakeLLM]]:
-    settings = make_settings(tmp_path)
+async def two_processes(settings: Settings) -> AsyncIterator[tuple[MemoryService, MemoryService, FakeLLM]]:
     llm = FakeLLM(extract=echo_extractor)
     policy = memory_policy(settings)
     policy = replace(policy, settings_poll_seconds=0.05)
     services = []
     for _ in range(2):
         store = await AsyncStore.open(
-            settings.database_path, embedding_model="fake-embedding", dimensions=DIMS
+            settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
         )
         services.append(MemoryService(store, llm, FakeEmbedder(), policy))
     for service in services:

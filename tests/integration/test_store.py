@@ -1,4 +1,7 @@
-"""Integration tests of the store on real SQLite + sqlite-vec."""
+"""Integration tests of the store on real SQLite + sqlite-vec and on real PostgreSQL + pgvector.
+
+Tests taking `store` run on both backends; those about one backend's files or schema open it themselves.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import pytest
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
 from bot.storage import EmbeddingMismatchError, Store
 from bot.storage.errors import DatabaseError
+from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 from bot.storage.sqlite.schema import MIGRATIONS, _split_sql
 from bot.storage.sqlite.search import keyword_query
@@ -161,13 +165,12 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
 
 
-def test_another_embedding_model_or_dimension_names_reembed(tmp_path: Path) -> None:
-    path = tmp_path / "e.sqlite3"
-    Store.open(path, embedding_model="fake-embedding", dimensions=DIMS).close()
+def test_another_embedding_model_or_dimension_names_reembed(database: Path | str) -> None:
+    open_storage(database, embedding_model="fake-embedding", dimensions=DIMS).close()
     with pytest.raises(EmbeddingMismatchError, match="python -m bot reembed"):
-        Store.open(path, embedding_model="other-model", dimensions=DIMS)
+        open_storage(database, embedding_model="other-model", dimensions=DIMS)
     with pytest.raises(EmbeddingMismatchError, match="at 16"):
-        Store.open(path, embedding_model="fake-embedding", dimensions=16)
+        open_storage(database, embedding_model="fake-embedding", dimensions=16)
 
 
 def test_forget_leaves_no_trace(tmp_path: Path) -> None:
@@ -225,7 +228,10 @@ def merge(store: Store, target: int, text: str, source: str) -> int:
     return change.fact_id
 
 
-def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store) -> None:
+TEXT_INDEX = {"sqlite": "facts_fts", "postgres": "fact_words"}
+
+
+def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store, backend: str) -> None:
     [cat] = store.add_facts([fact("guild:1", "alice", "Alice has a cat", unit(1.0), ["m1"])])
     dog = merge(store, cat, "Alice has a cat, and a secret dog", "m2")
     fish = merge(store, dog, "Alice has a cat, and a secret dog, and a fish", "m3")
@@ -242,7 +248,7 @@ def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store) ->
     assert sorted(fid for _, _, fid in removed) == sorted([dog, fish])
     [left] = store.list_facts("guild:1", "alice")
     assert (left.id, left.text, left.status) == (cat, "Alice has a cat", FactStatus.ACTIVE)
-    for table in ("facts", "fact_events", "facts_fts"):
+    for table in ("facts", "fact_events", TEXT_INDEX[backend]):
         assert "secret dog" not in str(store.conn.execute(f"SELECT * FROM {table}").fetchall()), table
     assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [cat]
 

@@ -328,7 +328,7 @@ async def test_autocomplete_offers_only_the_callers_facts(service: MemoryService
     await add_facts(service, 2, user_id=STRANGER)
     choices = await fact_choices(service, SCOPE, OWNER, "number")
     assert len(choices) == 3
-    own = {f.id for f in await service.list_facts(SCOPE, OWNER)}
+    own = {f.id for f in await service.list_facts(SCOPE, str(OWNER))}
     assert {c.value for c in choices} == own
     assert all(c.name.startswith(f"#{c.value} · fact number") for c in choices)
 

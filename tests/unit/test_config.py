@@ -153,3 +153,25 @@ def test_attachment_caps_have_defaults_zero_switches_them_off_and_bad_values_are
     example = (Path(__file__).resolve().parents[2] / ".env.example").read_text()
     for name in ("ATTACHMENT_MAX_BYTES", "ATTACHMENTS_PER_MESSAGE", "ATTACHMENTS_PER_PROMPT"):
         assert f"\n{name}=" in example
+
+
+def test_database_url_chooses_postgresql_and_its_password_is_never_shown() -> None:
+    assert load_settings({}).database_location == Path("data/memory.sqlite3")
+    url = "postgresql://bot:s3cret-pw@db.example.com:5432/memory?sslmode=require"
+    s = load_settings({"DATABASE_URL": url, "DATABASE_PATH": "other.sqlite3"})
+    assert s.database_location == url
+    assert s.database_shown == "postgresql://bot:****@db.example.com:5432/memory?sslmode=require"
+    assert s.masked()["DATABASE_URL"] == s.database_shown and "s3cret" not in str(s.masked())
+    in_query = load_settings({"DATABASE_URL": "postgres:///memory?host=/run/pg&password=s3cret"})
+    assert in_query.database_shown == "postgres:///memory?host=/run/pg&password=****"
+    assert load_settings({}).masked()["DATABASE_URL"] == "(not set)"
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused_without_its_password() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings({"DATABASE_URL": "mysql://bot:s3cret@db/memory"})
+    [problem] = err.value.problems
+    assert problem.startswith(
+        "DATABASE_URL='mysql://bot:****@db/memory' is not valid: expected a PostgreSQL URL"
+    )
+    assert "s3cret" not in problem

@@ -7,8 +7,11 @@ import inspect
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+import pytest
+
 from bot.memory.ports import Storage
-from bot.storage import Store
+from bot.storage.postgres import Store as PostgresStore
+from bot.storage.sqlite import Store as SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +35,7 @@ def test_the_engine_imports_no_storage_model_client_discord_or_settings() -> Non
         "sqlite3",
         "sqlean",
         "sqlite_vec",
+        "psycopg",
         "google",
         "discord",
     )
@@ -63,17 +67,38 @@ def test_the_storage_modules_import_each_other_without_a_cycle() -> None:
         for module, path in modules.items()
     }
     order = list(TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
-    assert order.index("sqlite.connection") < order.index("sqlite.store") < order.index("sqlite.backend")
-    assert order.index("sqlite.backend") < order.index("locations") < order.index("worker")
+    for backend in ("sqlite", "postgres"):
+        assert order.index("sql.store") < order.index(f"{backend}.store")
+        assert order.index(f"{backend}.connection") < order.index(f"{backend}.store")
+        assert order.index(f"{backend}.store") < order.index(f"{backend}.backend") < order.index("locations")
+    assert order.index("locations") < order.index("worker")
 
 
-def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature() -> None:
+def test_the_backends_share_their_sql_and_import_nothing_of_each_other() -> None:
+    base = ROOT / "bot" / "storage"
+    for path in (base / "sql").rglob("*.py"):
+        assert not any(m.startswith(("bot.storage.sqlite", "bot.storage.postgres")) for m in imports_of(path))
+    for ours, theirs in (("sqlite", "postgres"), ("postgres", "sqlite")):
+        for path in (base / ours).rglob("*.py"):
+            assert not any(m.startswith(f"bot.storage.{theirs}") for m in imports_of(path)), path
+
+
+def test_sqlite_users_never_import_the_postgresql_driver() -> None:
+    """bot.storage and the SQLite backend import psycopg nowhere; locations imports it only for a URL."""
+    base = ROOT / "bot" / "storage"
+    for path in [*base.glob("*.py"), *(base / "sql").rglob("*.py"), *(base / "sqlite").rglob("*.py")]:
+        top = {m for m in imports_of(path) if not m.startswith("bot.storage.postgres")}
+        assert not any(m.startswith("psycopg") for m in top), path.name
+
+
+@pytest.mark.parametrize("store", [SqliteStore, PostgresStore], ids=["sqlite", "postgres"])
+def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature(store: type) -> None:
     methods = [
         n for n, member in vars(Storage).items() if inspect.isfunction(member) and not n.startswith("_")
     ]
     assert "apply_flush" in methods and "knn" in methods
     for name in methods:
-        assert inspect.signature(getattr(Storage, name)) == inspect.signature(getattr(Store, name)), name
+        assert inspect.signature(getattr(Storage, name)) == inspect.signature(getattr(store, name)), name
 
 
 def test_only_the_composition_root_opens_storage() -> None:

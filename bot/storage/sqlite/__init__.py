@@ -1,8 +1,7 @@
 """Storage on SQLite with sqlite-vec, the embedded default.
 
-connection (driver, connect, errors, transactions) <- schema (migrations, meta) <- rows (rows to
-models) <- search, buffer, people <- facts <- store (`Store`: the parts over one connection, and the
-writes that span their tables).
+connection (driver, connect, errors, transactions) <- schema (migrations) <- search (sqlite-vec,
+FTS5) <- store (`Store`: the shared store of bot/storage/sql with these) <- backend.
 """
 
 from bot.storage.sqlite.store import Store

@@ -1,4 +1,4 @@
-"""The SQLite backend as `backends.backend_for` hands it out."""
+"""The SQLite backend as `locations.backend_for` hands it out for a file path."""
 
 from bot.storage.backend import Backend
 from bot.storage.sqlite.connection import describe_error, row_errors, sqlite_errors

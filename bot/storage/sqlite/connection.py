@@ -11,10 +11,13 @@ import contextlib
 import logging
 import sqlite3
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from bot.storage.errors import DatabaseError
+from bot.storage.sql.database import Row
 
 log = logging.getLogger(__name__)
 
@@ -151,17 +154,29 @@ class Transaction:
             self.conn.execute("ROLLBACK")
 
 
-class Connected:
-    """What every part of the store shares: one connection, and the width every vector must have."""
+class SqliteDatabase:
+    """The connection as the shared SQL uses it (bot/storage/sql/database.py): SQLite already speaks `?`."""
 
-    def __init__(self, conn: sqlite3.Connection, *, dimensions: int) -> None:
-        self.conn = conn
-        self.dimensions = dimensions
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.raw = conn
 
-    def _tx(self) -> Transaction:
-        return Transaction(self.conn)
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.raw.execute(sql, params)
 
-    def checkpoint(self) -> None:
-        """Fold the WAL into the main file and truncate it, so deleted text does not linger in the log."""
-        with contextlib.suppress(sqlite3.OperationalError):
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
+        return self.raw.executemany(sql, params)
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cursor = self.raw.cursor()
+        cursor.row_factory = row_type(self.raw)
+        rows: list[Row] = cursor.execute(sql, params).fetchall()
+        return rows
+
+    def transaction(self) -> Transaction:
+        return Transaction(self.raw)
+
+    def pipeline(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()  # in-process: no round trips to save
+
+    def close(self) -> None:
+        self.raw.close()

@@ -1,14 +1,14 @@
-"""The schema: numbered migrations from an empty file to the current version, and the file's meta.
+"""The schema: numbered migrations from an empty file to the current version.
 
 `PRAGMA user_version` counts the migrations applied; each runs in its own transaction. The `meta`
-table records the embedding model whose vectors the file holds (see `check_embedding`).
+table records the embedding model whose vectors the file holds (bot/storage/sql/meta.py).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from bot.storage.errors import DatabaseError, EmbeddingMismatchError
+from bot.storage.errors import DatabaseError
 from bot.storage.sqlite.connection import Transaction
 
 MIGRATIONS: list[str] = [
@@ -151,41 +151,3 @@ def migrate(conn: sqlite3.Connection) -> int:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number}")
     return len(MIGRATIONS)
-
-
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-
-
-def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
-
-
-def check_embedding(conn: sqlite3.Connection, model: str, dimensions: int, allow_change: bool) -> None:
-    """Record the embedding model in a new file; in a used one, refuse another model or dimension.
-
-    Mixing vectors of two models silently ruins every search, so a mismatch raises
-    EmbeddingMismatchError naming `python -m bot reembed`.
-    """
-    meta = read_meta(conn)
-    if "embedding_model" not in meta:
-        with Transaction(conn):
-            set_meta(conn, "embedding_model", model)
-            set_meta(conn, "embedding_dimensions", str(dimensions))
-        return
-    if allow_change:
-        return
-    if "reembed_target" in meta:
-        raise EmbeddingMismatchError(
-            f"a re-embedding to {meta['reembed_target']} was interrupted; finish it with `python -m bot reembed`"
-        )
-    stored = (meta["embedding_model"], int(meta["embedding_dimensions"]))
-    if stored != (model, dimensions):
-        raise EmbeddingMismatchError(
-            f"the database holds vectors of {stored[0]} at {stored[1]} dimensions but EMBEDDING_MODEL/"
-            f"EMBEDDING_DIMENSIONS say {model} at {dimensions}; run `python -m bot reembed` to re-embed "
-            "every fact with the new model, or set the old values back"
-        )

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from bot.storage.sqlite.connection import Connected
-from bot.storage.sqlite.rows import scalar
+from bot.storage.sql.database import Connected
+from bot.storage.sql.rows import scalar
 
 SETTINGS_VERSION = "settings_version"
 
@@ -46,5 +46,6 @@ class Coordination(Connected):
     def _settings_changed(self) -> None:
         """Bump the settings version; call inside the transaction that makes the change."""
         self.conn.execute(
-            "UPDATE app_state SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (SETTINGS_VERSION,)
+            "UPDATE app_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?",
+            (SETTINGS_VERSION,),
         )

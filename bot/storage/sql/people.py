@@ -6,15 +6,14 @@ tables, so they live with the `Store` that composes this part with the buffer.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
 from bot.memory.models import GuildSettings, iso, utcnow
-from bot.storage.sqlite.connection import Connected
-from bot.storage.sqlite.rows import guild_settings_from, select, select_one
+from bot.storage.sql.database import Connected, Database
+from bot.storage.sql.rows import guild_settings_from, select, select_one
 
 
-def upsert_user(conn: sqlite3.Connection, scope: str, user_id: str, name: str) -> None:
+def upsert_user(conn: Database, scope: str, user_id: str, name: str) -> None:
     """Remember a person's latest name in a scope (an empty name keeps the one known)."""
     conn.execute(
         "INSERT INTO users (scope, user_id, name, updated_at) VALUES (?, ?, ?, ?) "

@@ -2,8 +2,8 @@
 
 A superseded fact keeps its row (status + superseded_by) and its vector moves to
 `facts.archived_embedding`, so that a later undo (its successor's only source message deleted) can
-bring it back without asking Gemini again. Every fact's words are in `facts_fts` while it is active.
-The writes here are steps: the transactions that combine them are `Store`'s.
+bring it back without asking Gemini again. Every fact's words are in the backend's text index while
+it is active. The writes here are steps: the transactions that combine them are `SqlStore`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
-from bot.storage.sqlite.buffer import buffered_origin
-from bot.storage.sqlite.connection import Connected
-from bot.storage.sqlite.rows import (
+from bot.storage.sql.buffer import buffered_origin
+from bot.storage.sql.database import Connected
+from bot.storage.sql.rows import (
     FACT_COLUMNS,
     Owner,
     event_from,
@@ -26,7 +26,6 @@ from bot.storage.sqlite.rows import (
     select_one,
     source_ids_of,
 )
-from bot.storage.sqlite.search import owner_token, vector_blob
 
 
 class Facts(Connected):
@@ -91,14 +90,11 @@ class Facts(Connected):
                 (text, int(sensitive), iso(utcnow()), fact_id),
             )
             self._write_vectors([(fact_id, embedding)])
-            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact_id,))
-            self.conn.execute(
-                "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
-                (fact_id, text, owner_token(scope, user_id)),
-            )
+            self._unindex_words(fact_id)
+            self._index_words(fact_id, scope, user_id, text)
             self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
             self._event(fact_id, scope, user_id, "corrected", {}, actor=user_id)
-        self.checkpoint()
+        self._scrub()
         return self.get_fact(fact_id)
 
     def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
@@ -146,20 +142,17 @@ class Facts(Connected):
     def _insert_fact(self, fact: NewFact, text: str, embedding: Sequence[float], now: str) -> int:
         if len(embedding) != self.dimensions:
             raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
-        cur = self.conn.execute(
+        [new_id] = self.conn.execute(
             "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (fact.scope, fact.user_id, text, fact.valid_from, now, now, int(fact.sensitive)),
-        )
-        fact_id = int(cur.lastrowid or 0)
+        ).fetchone()
+        fact_id = int(new_id)
         self.conn.execute(
             "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, ?, ?, ?)",
-            (fact_id, fact.scope, fact.user_id, vector_blob(embedding)),
+            (fact_id, fact.scope, fact.user_id, self._vector(embedding)),
         )
-        self.conn.execute(
-            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
-            (fact_id, text, owner_token(fact.scope, fact.user_id)),
-        )
+        self._index_words(fact_id, fact.scope, fact.user_id, text)
         self._add_sources(fact_id, fact, confirms=False)
         return fact_id
 
@@ -169,9 +162,9 @@ class Facts(Connected):
         for mid in fact.source_message_ids:
             origin = fact.origins.get(mid) or buffered_origin(self.conn, mid)
             self.conn.execute(
-                "INSERT OR IGNORE INTO fact_sources "
+                "INSERT INTO fact_sources "
                 "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     fact_id,
                     mid,
@@ -185,10 +178,10 @@ class Facts(Connected):
     def _inherit_sources(self, fact_id: int, from_id: int) -> None:
         """A merged fact holds the words of the fact it replaces: it keeps that fact's sources, as they were."""
         self.conn.execute(
-            "INSERT OR IGNORE INTO fact_sources "
+            "INSERT INTO fact_sources "
             "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
             "SELECT ?, message_id, confirms, channel_id, parent_channel_id, private_thread "
-            "FROM fact_sources WHERE fact_id = ?",
+            "FROM fact_sources WHERE fact_id = ? ON CONFLICT DO NOTHING",
             (fact_id, from_id),
         )
 
@@ -200,7 +193,7 @@ class Facts(Connected):
             (status.value, new_id, now, old_id, old_id),
         )
         self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
-        self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (old_id,))
+        self._unindex_words(old_id)
 
     def _merged_into(self, fact_id: int) -> list[int]:
         """The facts this one was merged into, one after the other: its words live on in each of them."""
@@ -236,7 +229,7 @@ class Facts(Connected):
         correction); a fact given its vector no longer waits in `stale_vectors`.
         """
         for fact_id, vector in vectors:
-            blob = vector_blob(vector)
+            blob = self._vector(vector)
             self.conn.execute("UPDATE fact_vectors SET embedding = ? WHERE fact_id = ?", (blob, fact_id))
             # Superseded since: its kept vector is what a later restore searches with, so it gets the refresh.
             self.conn.execute(
@@ -261,7 +254,7 @@ class Facts(Connected):
 
     def _delete_facts(self, fact_ids: Sequence[int]) -> None:
         for fid in fact_ids:
-            self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fid,))
+            self._unindex_words(fid)
             self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fid,))
             self.conn.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ?", (fid,))
         for fid in fact_ids:
@@ -305,10 +298,7 @@ class Facts(Connected):
             "WHERE id = ?",
             (now, fact_id),
         )
-        self.conn.execute(
-            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
-            (fact_id, text, owner_token(scope, user_id)),
-        )
+        self._index_words(fact_id, scope, user_id, text)
         self._event(
             fact_id, scope, user_id, "restored", {"reason": "the fact that replaced it lost its source"}
         )

@@ -1,22 +1,20 @@
 """Rows to the engine's models, read by column name.
 
-A query whose rows become a model runs on `named(conn)`: a cursor whose rows are the driver's `Row`,
-read by the names in the SELECT list (`row["text"]`), so a column added to or moved in a query cannot
-shift what a model is built from. The connection itself keeps plain tuples for everyone else.
+A query whose rows become a model runs through `select` (`Database.select`): its rows are read by the
+names in the SELECT list (`row["text"]`), so a column added to or moved in a query cannot shift what a
+model is built from. `Database.execute` keeps plain tuples for everyone else.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple, TypeVar
 
 from bot.memory.models import BufferedMessage, Fact, FactStatus, GuildSettings, Origin, PendingChannel, Source
-from bot.storage.sqlite.connection import row_type
+from bot.storage.sql.database import Database, Row
 
-Row = sqlite3.Row  # the driver's Row type (sqlean's or the standard one): indexed by column name
 M = TypeVar("M")
 
 FACT_COLUMNS = (
@@ -29,25 +27,18 @@ BUFFERED_COLUMNS = (
 )
 
 
-def named(conn: sqlite3.Connection) -> sqlite3.Cursor:
-    """A cursor whose rows are read by column name."""
-    cursor = conn.cursor()
-    cursor.row_factory = row_type(conn)
-    return cursor
-
-
-def select(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+def select(conn: Database, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     """Every row of a query, read by column name."""
-    return named(conn).execute(sql, params).fetchall()
+    return conn.select(sql, params)
 
 
-def select_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Row | None:
+def select_one(conn: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
     """The first row of a query (None: no row), read by column name."""
-    row: Row | None = named(conn).execute(sql, params).fetchone()
-    return row
+    rows = conn.select(sql, params)
+    return rows[0] if rows else None
 
 
-def scalar(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+def scalar(conn: Database, sql: str, params: Sequence[Any] = ()) -> Any:
     """The one value a one-column, one-row query (a count, a pragma) answers."""
     return conn.execute(sql, params).fetchone()[0]
 
@@ -76,13 +67,13 @@ def origin_from(row: Row) -> Origin | None:
     return Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"]))
 
 
-def sources_of(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> dict[int, tuple[Source, ...]]:
+def sources_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[Source, ...]]:
     """Each fact's source messages with where they were said, in message order."""
     out: dict[int, list[Source]] = {}
     for start in range(0, len(fact_ids), 500):
         chunk = fact_ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        for row in named(conn).execute(
+        for row in conn.select(
             "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread "
             f"FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
             chunk,
@@ -92,11 +83,11 @@ def sources_of(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> dict[int, t
     return {k: tuple(v) for k, v in out.items()}
 
 
-def source_ids_of(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+def source_ids_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
     return {fid: tuple(s.message_id for s in found) for fid, found in sources_of(conn, fact_ids).items()}
 
 
-def facts_from(conn: sqlite3.Connection, rows: Sequence[Row]) -> list[Fact]:
+def facts_from(conn: Database, rows: Sequence[Row]) -> list[Fact]:
     """Facts from rows of FACT_COLUMNS, each with its sources."""
     sources = sources_of(conn, [row["id"] for row in rows])
     return [fact_from(row, sources.get(row["id"], ())) for row in rows]
@@ -123,7 +114,8 @@ def guild_settings_from(row: Row) -> GuildSettings:
 
 def event_from(row: Row) -> dict[str, Any]:
     """An audit event as `events()` reports it: its columns by name, the detail parsed."""
-    return {**dict(zip(row.keys(), row, strict=True)), "detail": json.loads(row["detail"])}
+    # keys(): a driver Row iterates over its values, a dict over its keys
+    return {**{key: row[key] for key in row.keys()}, "detail": json.loads(row["detail"])}  # noqa: SIM118
 
 
 class Owner(NamedTuple):

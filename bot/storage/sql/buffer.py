@@ -7,12 +7,11 @@ transaction that writes its facts (`Store.apply_flush`). The bot's own replies a
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 
 from bot.memory.models import BufferedMessage, Origin, PendingChannel
-from bot.storage.sqlite.connection import Connected
-from bot.storage.sqlite.rows import (
+from bot.storage.sql.database import Connected, Database
+from bot.storage.sql.rows import (
     BUFFERED_COLUMNS,
     buffered_message_from,
     origin_from,
@@ -23,7 +22,7 @@ from bot.storage.sqlite.rows import (
 )
 
 
-def drop_pending_of(conn: sqlite3.Connection, scope: str, user_id: str) -> int:
+def drop_pending_of(conn: Database, scope: str, user_id: str) -> int:
     """Drop a person's buffered messages, and every buffered turn of the bot in the scope.
 
     The bot's replies are only context for extraction, but any of them may repeat what the person
@@ -36,11 +35,11 @@ def drop_pending_of(conn: sqlite3.Connection, scope: str, user_id: str) -> int:
     ).rowcount
 
 
-def drop_bot_turns(conn: sqlite3.Connection, scope: str) -> None:
+def drop_bot_turns(conn: Database, scope: str) -> None:
     conn.execute("DELETE FROM pending_messages WHERE scope = ? AND is_bot = 1", (scope,))
 
 
-def buffered_origin(conn: sqlite3.Connection, message_id: str) -> Origin | None:
+def buffered_origin(conn: Database, message_id: str) -> Origin | None:
     """Where a buffered message was said (None: it is not in the buffer)."""
     row = select_one(
         conn,
@@ -50,7 +49,7 @@ def buffered_origin(conn: sqlite3.Connection, message_id: str) -> Origin | None:
     return origin_from(row) if row else None
 
 
-def buffered_texts(conn: sqlite3.Connection, message_ids: Iterable[str]) -> dict[str, str | None]:
+def buffered_texts(conn: Database, message_ids: Iterable[str]) -> dict[str, str | None]:
     """Each message's buffered text as it is now; None for one that left the buffer."""
     texts: dict[str, str | None] = {}
     for mid in message_ids:
@@ -66,9 +65,9 @@ class Buffer(Connected):
         """Append (message, captured_at) pairs in order; a message id seen before is ignored."""
         with self._tx():
             cur = self.conn.executemany(
-                "INSERT OR IGNORE INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
+                "INSERT INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
                 "is_bot, content, created_at, captured_at, parent_channel_id, reply_to, private_thread) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
                 [
                     (
                         m.message_id,
@@ -105,7 +104,7 @@ class Buffer(Connected):
                 for mid in message_ids
             )
         if deleted:
-            self.checkpoint()  # a deleted message's text must not linger in the WAL
+            self._scrub()  # a deleted message's text must not linger in the files
         return deleted
 
     def drop_lone_bot_turns(self) -> int:

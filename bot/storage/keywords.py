@@ -1,0 +1,58 @@
+"""Keyword search without a database: which words of a question to look for, and BM25 over the matches.
+
+Both backends search a person's facts for the same stems (`search_terms`), each in its own text index
+(SQLite's FTS5, PostgreSQL's tsvector), and order what matched with the same `bm25_order`, so keyword
+recall ranks alike on either.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from bot.memory.text import STOPWORDS, fold, stem
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def search_terms(text: str, *, max_terms: int = 12, ignore: Iterable[str] = ()) -> list[str]:
+    """The stems of the informative words of `text`, each to be matched as a prefix, in order.
+
+    Stop words, words shorter than 3 characters and long numbers are left out, and so are `ignore`
+    (words that say nothing within the searched facts: the person's own name, in all of them).
+    """
+    skip = {fold(w) for w in ignore}
+    terms: list[str] = []
+    for word in WORD.findall(text.lower()):
+        if len(word) < 3 or word in STOPWORDS or (word.isdigit() and len(word) > 8):
+            continue
+        folded = fold(word)
+        if folded in skip or stem(folded) in terms:
+            continue
+        terms.append(stem(folded))
+        if len(terms) >= max_terms:
+            break
+    return terms
+
+
+def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[int]:
+    """Indexes of `texts` by Okapi BM25 (k1 1.2, b 0.75) over a corpus of `total` documents, best first.
+
+    The corpus is one person's facts: document frequencies come from the matched texts (a term's other
+    occurrences in that person's facts would have matched too), so nobody else's facts are read.
+    """
+    tokens = [WORD.findall(fold(t)) for t in texts]
+    average = sum(len(t) for t in tokens) / len(tokens) or 1.0
+    df = {w: sum(any(x.startswith(w) for x in t) for t in tokens) for w in terms}
+    scores = []
+    for i, toks in enumerate(tokens):
+        score = 0.0
+        for w in terms:
+            tf = sum(t.startswith(w) for t in toks)
+            if tf:
+                idf = math.log(1 + (total - df[w] + 0.5) / (df[w] + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(toks) / average))
+        scores.append((-score, i))
+    scores.sort()
+    return [i for _, i in scores]

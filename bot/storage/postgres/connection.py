@@ -1,0 +1,127 @@
+"""The connection: psycopg 3 (synchronous) to a PostgreSQL server with pgvector, its errors, transactions.
+
+The store runs on the worker's one thread (bot/storage/worker.py), so one synchronous connection in
+autocommit mode serves it; a write opens an explicit transaction. Every write transaction first takes
+one advisory lock, so writes from several processes (the bot and a CLI command beside it) follow each
+other as they do on SQLite, and every `Storage` method keeps its atomicity against them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
+
+from bot.storage.errors import DatabaseError
+from bot.storage.sql.database import Row
+
+# pg_advisory_xact_lock key of every write (the bytes of "membot" as a number): one writer at a time.
+WRITE_LOCK = 0x6D656D626F74
+
+
+def postgres_errors() -> tuple[type[Exception], ...]:
+    """The driver's error base class, for callers that report any database failure."""
+    return (psycopg.Error,)
+
+
+def row_errors() -> tuple[type[Exception], ...]:
+    """Errors a statement raises because of the values it was given, not because of the database.
+
+    Text with a NUL character or a lone surrogate, a number out of range, a value psycopg cannot pass,
+    a constraint the row breaks: writing the same row again fails the same way.
+    """
+    return (ValueError, TypeError, OverflowError, psycopg.DataError, psycopg.IntegrityError)
+
+
+_CONNECTION_HINTS = (
+    ("password authentication failed", "the server refused the user or password: check them in DATABASE_URL"),
+    ("no password supplied", "the server wants a password: put it in DATABASE_URL"),
+    ("does not exist", "the database or role does not exist on the server: create it or fix DATABASE_URL"),
+    ("no pg_hba.conf entry", "the server does not accept this user from this host (pg_hba.conf)"),
+    ("ssl", "the connection's TLS settings do not match the server's (sslmode in DATABASE_URL)"),
+    ("timeout", "the server did not answer in time: check the host, port and firewall"),
+)
+
+
+def describe_error(url: str, exc: BaseException) -> str:
+    """One line saying what is wrong with the PostgreSQL database and what to do.
+
+    It names no URL (the caller shows the location with its password masked), and a password the
+    driver's text repeats is masked too.
+    """
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    with contextlib.suppress(ValueError):
+        if password := urlsplit(url).password:
+            first = first.replace(password, "****")
+    lowered = first.lower()
+    if isinstance(exc, pgerrors.InsufficientPrivilege) and "vector" in lowered:
+        return (
+            "the pgvector extension is not enabled and this user may not enable it: have the database "
+            "owner or an administrator run CREATE EXTENSION vector in this database"
+        )
+    if "vector" in lowered and ("extension" in lowered or "type" in lowered):
+        return (
+            f"the pgvector extension is missing ({first}): install pgvector on the server (managed "
+            "services offer it) and run CREATE EXTENSION vector in this database"
+        )
+    if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        return "PostgreSQL is read-only here (a standby?): point DATABASE_URL at the primary"
+    if isinstance(exc, pgerrors.InsufficientPrivilege):
+        return f"PostgreSQL denied an operation ({first}): the bot's user must own its tables"
+    if isinstance(exc, psycopg.OperationalError):
+        hint = next((h for key, h in _CONNECTION_HINTS if key in lowered), "is the server running there?")
+        return f"cannot connect to PostgreSQL: {first} ({hint})"
+    return f"PostgreSQL: {first}"
+
+
+def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """An autocommit connection (transactions are explicit); any failure is a DatabaseError saying what to do."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memory-bot")
+    except psycopg.Error as exc:
+        raise DatabaseError(describe_error(url, exc)) from exc
+
+
+@functools.lru_cache(maxsize=1024)
+def driver_sql(sql: str) -> str:
+    """The shared SQL's `?` parameters as psycopg's `%s` (a literal `%` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresDatabase:
+    """The connection as the shared SQL uses it (bot/storage/sql/database.py)."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
+        return self.raw.execute(driver_sql(sql), params)
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> psycopg.Cursor[tuple[Any, ...]]:
+        cursor = self.raw.cursor()
+        cursor.executemany(driver_sql(sql), list(params))
+        return cursor
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self.raw.cursor(row_factory=dict_row) as cursor:
+            rows: list[Row] = [row for row in cursor.execute(driver_sql(sql), params)]
+        return rows
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT (ROLLBACK on any exception), after the write lock: one writer at a time."""
+        with self.raw.transaction():
+            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield
+
+    def pipeline(self) -> contextlib.AbstractContextManager[psycopg.Pipeline]:
+        return self.raw.pipeline()
+
+    def close(self) -> None:
+        self.raw.close()

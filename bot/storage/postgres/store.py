@@ -1,0 +1,78 @@
+"""The PostgreSQL store: the shared store (bot/storage/sql/store.py) on a PostgreSQL database with pgvector.
+
+What is PostgreSQL's own is here: connecting, its migrations, its health, the search hooks
+(`PostgresSearch`), and what follows a delete. A DELETE is final for every query at once, but the
+rows' bytes stay in the table files as dead tuples until VACUUM reclaims them (and in the WAL until
+it is recycled): autovacuum does that on its own schedule, and after a forget-all this store runs
+VACUUM on the tables that held the person's text at once (docs/postgresql.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bot.storage.postgres import schema
+from bot.storage.postgres.connection import PostgresDatabase, connect
+from bot.storage.postgres.search import PostgresSearch
+from bot.storage.sql.rows import select
+from bot.storage.sql.store import SqlStore
+
+log = logging.getLogger(__name__)
+
+# Every table that holds people's words: what a forget-all vacuums.
+TEXT_TABLES = ("facts", "fact_vectors", "fact_words", "fact_sources", "fact_events", "pending_messages")
+
+
+class Store(PostgresSearch, SqlStore):
+    """Synchronous PostgreSQL + pgvector store. Use `AsyncStore` from async code."""
+
+    conn: PostgresDatabase
+
+    @classmethod
+    def connect(cls, location: Path | str) -> PostgresDatabase:
+        """Connect to the URL; the first migration enables pgvector (CREATE EXTENSION) if it is not yet."""
+        return PostgresDatabase(connect(str(location)))
+
+    def migrate(self) -> int:
+        """Apply the numbered migrations past `schema_version`; returns the resulting version."""
+        return schema.migrate(self.conn)
+
+    def _scrub(self, *, everything: bool = False) -> None:
+        """After a forget-all, VACUUM the tables that held the person's text (see the module's docstring).
+
+        Other deletes (one fact, a message, an opt-out's buffered messages) are left to autovacuum: a
+        VACUUM reads every index of the tables, too slow to follow each of them on a large database.
+        """
+        if not everything:
+            return
+        try:
+            self.conn.raw.execute(f"VACUUM (INDEX_CLEANUP ON) {', '.join(TEXT_TABLES)}")
+        except psycopg.Error as exc:  # the data is deleted all the same: say why the space was not reclaimed
+            log.warning("VACUUM after a forget failed (autovacuum will reclaim the space later): %s", exc)
+
+    def health(self) -> dict[str, Any]:
+        """What `check` reports: server and pgvector versions, schema, the text index and the embedding."""
+        [versions] = select(
+            self.conn,
+            "SELECT current_setting('server_version') AS server, "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vector",
+        )
+        self.conn.execute(
+            "SELECT count(*) FROM fact_words WHERE words @@ to_tsquery('simple', 'probe:*')"
+        ).fetchone()
+        model, dims = self.embedding_meta()
+        server = str(versions["server"]).split()[0]
+        return {
+            "backend": "PostgreSQL",
+            "description": f"PostgreSQL {server}, pgvector {versions['vector']}, full-text search",
+            "postgresql_version": server,
+            "pgvector_version": versions["vector"],
+            "schema_version": schema.schema_version(self.conn),
+            "full_text_search": True,
+            "embedding_model": model,
+            "embedding_dimensions": dims,
+        }

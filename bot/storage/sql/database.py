@@ -1,0 +1,98 @@
+"""What the shared SQL needs from a backend: a connection that runs it, and the few statements that differ.
+
+A backend hands the shared parts a `Database` (its connection behind `?` parameters, rows read by
+column name, transactions) and fills the hooks of `Connected`: how a vector is passed and compared,
+how a fact's words enter and leave the text index, and what deleted text needs to leave the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, Protocol
+
+
+class Row(Protocol):
+    """A row read by column name: the driver's Row, or a dict."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Iterable[str]: ...
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Database(Protocol):
+    """A backend's connection as the shared SQL uses it; `?` marks a parameter whatever the driver's style."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement; its rows (if any) are plain tuples."""
+        ...
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Cursor:
+        """Run one statement for each set of parameters; `rowcount` is the total."""
+        ...
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Every row of a query, read by column name."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction: committed at the end of the block, rolled back on any exception."""
+        ...
+
+    def pipeline(self) -> AbstractContextManager[Any]:
+        """Statements sent without waiting for each one's answer where the driver can (reading a result
+        still waits for it): many small writes in one block cost one round trip each, not several."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Connected:
+    """What every part of a store shares: one `Database`, the width of every vector, and the backend's hooks.
+
+    The hooks are the statements the backends cannot share; each backend's store fills them.
+    """
+
+    # The cosine distance between a stored vector (`embedding`) and a `?` parameter, as SQL.
+    DISTANCE: ClassVar[str]
+    # The case-insensitive LIKE of the backend (autocomplete finds "tea" in "Tea").
+    LIKE: ClassVar[str] = "LIKE"
+
+    def __init__(self, conn: Database, *, dimensions: int) -> None:
+        self.conn = conn
+        self.dimensions = dimensions
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        return self.conn.transaction()
+
+    def _vector(self, vector: Sequence[float]) -> object:
+        """A vector as the parameter the backend stores and compares."""
+        raise NotImplementedError
+
+    def _index_words(self, fact_id: int, scope: str, user_id: str, text: str) -> None:
+        """Put an active fact's words in the text index, confined to its person."""
+        raise NotImplementedError
+
+    def _unindex_words(self, fact_id: int) -> None:
+        """Take a fact's words out of the text index (superseded, corrected, deleted)."""
+        raise NotImplementedError
+
+    def _word_matches(self, scope: str, user_id: str, terms: Sequence[str]) -> tuple[str, Sequence[Any]]:
+        """A query for the ids of one person's indexed facts holding a word starting with one of `terms`."""
+        raise NotImplementedError
+
+    def _scrub(self, *, everything: bool = False) -> None:
+        """After deleting people's text: make it leave the files as far as the backend can.
+
+        `everything`: a person's whole memory went (a forget-all), worth a heavier clean-up.
+        """
+        raise NotImplementedError

@@ -1,0 +1,473 @@
+"""The store both backends share: its parts over one `Database`, and the writes that span their tables.
+
+Each part owns some tables (`buffer`, `people`, `facts`, `search`; the meta and the backend's
+connection below them); `SqlStore` composes them and holds what must happen in ONE transaction across
+them: a flush's facts with the removal of its messages, forgetting with the buffered text it came from,
+an opt-out with the person's buffered messages.
+
+Layout choices (measured in docs/benchmarks.md):
+- Vectors of ACTIVE facts live in a plain table indexed on (scope, user_id), searched exactly with
+  the backend's cosine distance `... ORDER BY ... LIMIT`: a KNN that only ever reads one person's rows,
+  so other people's vectors can neither slow it down nor crowd a person's facts out of the top k.
+- The text index holds active facts only and answers for one person (see the backends' `search`).
+- A superseded fact keeps its row (status + superseded_by) and its vector moves to
+  `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
+  can bring it back without asking Gemini again.
+
+A backend's `Store` subclasses `SqlStore`: it opens its database, migrates it, reports its health and
+fills the hooks of `Connected`. Stores are synchronous; `AsyncStore` (worker.py) runs every call on
+one dedicated thread, so each method is one atomic unit of work that never interleaves with another
+coroutine's statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Self
+
+from bot.memory.models import (
+    AppliedChange,
+    Decision,
+    FactStatus,
+    GuildSettings,
+    NewFact,
+    Operation,
+    guild_scope,
+    iso,
+    utcnow,
+)
+from bot.storage.sql.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
+from bot.storage.sql.coordination import Coordination
+from bot.storage.sql.database import Database
+from bot.storage.sql.facts import Facts
+from bot.storage.sql.meta import check_embedding, read_meta, set_meta
+from bot.storage.sql.people import People, upsert_user
+from bot.storage.sql.rows import Owner, scalar, select, select_one
+from bot.storage.sql.search import Search
+
+
+class SqlStore(Facts, Search, Buffer, People, Coordination):
+    """The `Storage` port over any backend's `Database`; a backend's `Store` completes it."""
+
+    @classmethod
+    def open(
+        cls, location: Path | str, *, embedding_model: str, dimensions: int, allow_model_change: bool = False
+    ) -> Self:
+        """Open the database at `location` (creating and migrating it as needed), checked against the
+        embedding model it was made with.
+
+        A different model or dimension raises EmbeddingMismatchError naming `python -m bot reembed`,
+        because mixing vectors of two models silently ruins every search. The connection is closed on
+        any failure.
+        """
+        conn = cls.connect(location)
+        try:
+            store = cls(conn, dimensions=dimensions)
+            store.migrate()
+            check_embedding(conn, embedding_model, dimensions, allow_model_change)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    @classmethod
+    def connect(cls, location: Path | str) -> Database:
+        """A connection to the backend's database at `location` (a DatabaseError saying what is wrong)."""
+        raise NotImplementedError
+
+    def migrate(self) -> int:
+        """Apply the backend's numbered migrations not applied yet; returns the resulting version."""
+        raise NotImplementedError
+
+    def embedding_meta(self) -> tuple[str, int]:
+        meta = read_meta(self.conn)
+        return meta["embedding_model"], int(meta["embedding_dimensions"])
+
+    def reembed_unfinished(self) -> bool:
+        """Whether a re-embedding was started and not finished."""
+        return self.conn.execute("SELECT 1 FROM meta WHERE key = 'reembed_target'").fetchone() is not None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ---- people and servers: settings that drop buffered messages ------------------------------------------
+
+    def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> int:
+        """Record the choice; opting out also drops that person's not-yet-extracted messages here."""
+        with self._tx():
+            self.conn.execute(
+                "INSERT INTO users (scope, user_id, opted_out, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (scope, user_id) DO UPDATE SET opted_out = excluded.opted_out, "
+                "updated_at = excluded.updated_at",
+                (scope, user_id, int(opted_out), iso(utcnow())),
+            )
+            self._settings_changed()
+            dropped = 0
+            if opted_out:
+                dropped = drop_pending_of(self.conn, scope, user_id)
+                self._event(None, scope, user_id, "opted_out", {"pending_dropped": dropped}, actor=user_id)
+            else:
+                self._event(None, scope, user_id, "opted_in", {}, actor=user_id)
+        if opted_out:
+            self._scrub()  # the dropped messages' text must not linger in the files
+        return dropped
+
+    def update_guild_settings(self, guild_id: str, /, **changes: Any) -> GuildSettings:
+        """Set memory_enabled, log_channel_id, members_see_others or persona for a guild."""
+        allowed = {"memory_enabled", "log_channel_id", "members_see_others", "persona"}
+        if not set(changes) <= allowed:
+            raise ValueError(f"unknown guild settings: {sorted(set(changes) - allowed)}")
+        with self._tx():
+            self._settings_changed()
+            self.conn.execute(
+                "INSERT INTO guild_settings (guild_id) VALUES (?) ON CONFLICT DO NOTHING", (guild_id,)
+            )
+            for key, value in changes.items():
+                stored = int(value) if isinstance(value, bool) else value
+                self.conn.execute(
+                    f"UPDATE guild_settings SET {key} = ? WHERE guild_id = ?", (stored, guild_id)
+                )
+            if changes.get("memory_enabled") is False:  # switched off: nothing buffered is read later
+                self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (guild_scope(guild_id),))
+        if changes.get("memory_enabled") is False:
+            self._scrub()
+        return self.guild_settings().get(guild_id, GuildSettings(guild_id))
+
+    def set_channel_persona(self, guild_id: str, channel_id: str, persona: str | None) -> None:
+        with self._tx():
+            self._settings_changed()
+            if persona is None:
+                self.conn.execute(
+                    "DELETE FROM channel_personas WHERE guild_id = ? AND channel_id = ?",
+                    (guild_id, channel_id),
+                )
+            else:
+                self.conn.execute(
+                    "INSERT INTO channel_personas (guild_id, channel_id, persona) VALUES (?, ?, ?) "
+                    "ON CONFLICT (guild_id, channel_id) DO UPDATE SET persona = excluded.persona",
+                    (guild_id, channel_id, persona),
+                )
+
+    def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
+        with self._tx():
+            self._settings_changed()
+            if ignored:
+                self.conn.execute(
+                    "INSERT INTO ignored_channels (guild_id, channel_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (guild_id, channel_id),
+                )
+                self.conn.execute(
+                    "DELETE FROM pending_messages WHERE channel_id = ? OR parent_channel_id = ?",
+                    (channel_id, channel_id),
+                )
+            else:
+                self.conn.execute(
+                    "DELETE FROM ignored_channels WHERE guild_id = ? AND channel_id = ?",
+                    (guild_id, channel_id),
+                )
+        if ignored:
+            self._scrub()
+
+    # ---- forgetting ----------------------------------------------------------------------------------------
+
+    def forget(
+        self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
+    ) -> int:
+        """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and words.
+
+        Ids that are not this person's in this scope are ignored (the count says what was removed).
+        Forgetting everything also drops the person's buffered messages, so nothing is learned afterwards
+        from text they said before. Leaves one 'forgotten' event with a count and no text.
+        """
+        with self._tx():
+            if fact_ids is None:
+                ids = [
+                    r["id"]
+                    for r in select(
+                        self.conn, "SELECT id FROM facts WHERE scope = ? AND user_id = ?", (scope, user_id)
+                    )
+                ]
+                drop_pending_of(self.conn, scope, user_id)
+            else:
+                own = [
+                    fid
+                    for fid in fact_ids
+                    if self.conn.execute(
+                        "SELECT 1 FROM facts WHERE id = ? AND scope = ? AND user_id = ?",
+                        (fid, scope, user_id),
+                    ).fetchone()
+                ]
+                ids = self._chain(own)
+                if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
+                    drop_bot_turns(self.conn, scope)
+            self._delete_facts(ids)
+            if ids or fact_ids is None:
+                self._event(
+                    None, scope, user_id, "forgotten", {"count": len(ids), "all": fact_ids is None}, actor
+                )
+        self._scrub(everything=fact_ids is None)
+        return len(ids)
+
+    def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
+        """A source message was deleted: drop it from the buffer, with the bot's replies to it, and from facts.
+
+        Facts that carry its words are deleted: a fact left with no source, a merged fact the message
+        added its text to, and every fact merged from one of those. Facts they had superseded become
+        active again, because the statement that replaced them was withdrawn. Other facts only lose it
+        as a source. Returns (scope, user_id, fact_id) of deleted facts.
+        """
+        removed: list[tuple[str, str, int]] = []
+        now = iso(utcnow())
+        with self._tx():
+            buffered = self.conn.execute(
+                "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
+            ).rowcount
+            carrying = self._facts_carrying(message_id)
+            self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
+            for fid in carrying:
+                row = select_one(
+                    self.conn, "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
+                )
+                if row is None:
+                    continue
+                scope, user_id, status = row["scope"], row["user_id"], row["status"]
+                replaced = [
+                    old
+                    for old in select(
+                        self.conn,
+                        "SELECT id, text FROM facts WHERE superseded_by = ? AND archived_embedding IS NOT NULL",
+                        (fid,),
+                    )
+                    if old["id"] not in carrying
+                ]
+                for old in replaced:
+                    if status == FactStatus.ACTIVE.value:
+                        self._restore(old["id"], scope, user_id, old["text"], now)
+                    else:  # the withdrawn fact was itself replaced since: its successor replaces these too,
+                        # and carries their words only if both steps were merges
+                        self.conn.execute(
+                            "UPDATE facts SET superseded_by = ?, status = CASE WHEN status = 'merged' AND ? = "
+                            "'merged' THEN 'merged' ELSE 'invalidated' END WHERE id = ?",
+                            (row["superseded_by"], status, old["id"]),
+                        )
+                self._delete_facts([fid])
+                self._event(None, scope, user_id, "forgotten", {"count": 1, "source_deleted": True})
+                removed.append((scope, user_id, fid))
+        if removed or buffered:
+            self._scrub()
+        return removed
+
+    # ---- a flush -------------------------------------------------------------------------------------------
+
+    def apply_flush(
+        self,
+        operations: Sequence[Operation],
+        *,
+        consumed_message_ids: Sequence[str] = (),
+        user_names: dict[tuple[str, str], str] | None = None,
+        refreshed: Sequence[tuple[int, Sequence[float]]] = (),
+        actor: str = "system",
+        read_texts: dict[str, str] | None = None,
+    ) -> list[AppliedChange]:
+        """Apply a flush's plan, its events and the removal of its buffered messages in ONE transaction.
+
+        The plan is decided: consolidation (bot/memory/consolidate.py, `resolved`) settled every
+        operation, down to what it becomes if its target is gone. An incomplete operation (a MERGE
+        without its text, a decision on a known fact that names none, a fact to store without its
+        vector) raises ValueError before anything is written.
+
+        What only the write can see is checked here, each with one outcome:
+        - a fact of a person who opted out, drawn from a message edited while the flush ran (its text
+          differs from `read_texts`), or whose every source message left the buffer meanwhile, is
+          skipped; an edited message stays buffered with its new text, and a fact keeps no trace of a
+          source deleted meanwhile;
+        - a target that is no longer the person's active fact (forgotten meanwhile) gets the
+          operation's `fallback`; an operation without one is skipped;
+        - a DUPLICATE of a fact merged meanwhile (by this very plan) confirms the fact holding its words.
+        `refreshed` carries fresh vectors for facts listed by `stale_facts()`.
+        """
+        if faults := [fault for planned in operations if (fault := _incomplete(planned)) is not None]:
+            raise ValueError(f"cannot apply the flush's plan: {'; '.join(faults)}")
+        now = iso(utcnow())
+        applied: list[AppliedChange] = []
+        with self._tx():
+            self._write_vectors(refreshed)
+            opted_out = self.opted_out()
+            # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
+            current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
+            withdrawn = {mid for mid in consumed_message_ids if current[mid] is None}
+            edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
+            for (scope, user_id), name in (user_names or {}).items():
+                upsert_user(self.conn, scope, user_id, name)
+            for planned in operations:
+                op = _admitted(planned, opted_out, withdrawn, edited)
+                if op is None:
+                    continue
+                if not op.decision.has_target:
+                    applied.append(self._add(op, op.decision, now, actor))
+                elif (found := self._target(op)) is None:  # gone meanwhile: the plan's fallback, or skipped
+                    if op.fallback is not None:
+                        applied.append(self._add(op, op.fallback, now, actor))
+                elif op.decision is Decision.DUPLICATE:
+                    applied.append(self._confirm(op, found[0], now, actor))
+                else:
+                    applied.append(self._replace(op, *found, now, actor))
+            for mid in consumed_message_ids:
+                if mid not in edited:
+                    self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
+        return applied
+
+    def _target(self, op: Operation) -> tuple[int, Owner] | None:
+        """The id and owner of the active fact an operation acts on; None when it is not the person's now."""
+        target_id = op.target_id
+        if target_id is None:
+            return None
+        if op.decision is Decision.DUPLICATE:
+            # Another operation of this plan may have merged the target already: repeat its successor.
+            target_id = [target_id, *self._merged_into(target_id)][-1]
+        owner = self._active_owner(target_id)
+        if owner is None or (owner.scope, owner.user_id) != (op.fact.scope, op.fact.user_id):
+            return None
+        return target_id, owner
+
+    def _add(self, op: Operation, decision: Decision, now: str, actor: str) -> AppliedChange:
+        """ADD or KEEP: the new fact is stored beside what is known."""
+        fact = op.fact
+        fact_id = self._insert_fact(fact, fact.text, fact.embedding or (), now)
+        detail = {"text": fact.text, "decision": decision.value, "reason": op.reason}
+        self._event(fact_id, fact.scope, fact.user_id, "added", detail, actor)
+        return AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id)
+
+    def _confirm(self, op: Operation, target_id: int, now: str, actor: str) -> AppliedChange:
+        """DUPLICATE: the known fact gains the new fact's messages as sources that repeat it."""
+        fact = op.fact
+        self._add_sources(target_id, fact, confirms=True)
+        self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, target_id))
+        detail = {"text": fact.text, "reason": op.reason}
+        self._event(target_id, fact.scope, fact.user_id, "duplicate", detail, actor)
+        return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, target_id, target_id)
+
+    def _replace(self, op: Operation, target_id: int, target: Owner, now: str, actor: str) -> AppliedChange:
+        """MERGE or INVALIDATE: a new fact supersedes the known one, which keeps its row as history."""
+        fact = op.fact
+        merge = op.decision is Decision.MERGE
+        text = op.merged_text if merge and op.merged_text else fact.text
+        if merge:  # the merged text holds both facts' words: sensitive if either was
+            fact = replace(fact, sensitive=fact.sensitive or target.sensitive)
+        fact_id = self._insert_fact(fact, text, fact.embedding or (), now)
+        if merge:
+            self._inherit_sources(fact_id, target_id)
+            # Searchable at once with the new fact's vector; the merged text's own vector rides along
+            # with the next flush's embedding request (`refreshed`).
+            self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
+        status = FactStatus.MERGED if merge else FactStatus.INVALIDATED
+        self._supersede(target_id, fact_id, status, now)
+        added = {"text": text, "decision": op.decision.value, "replaces": target_id, "reason": op.reason}
+        self._event(fact_id, fact.scope, fact.user_id, "added", added, actor)
+        replaced = {"text": target.text, "superseded_by": fact_id, "reason": op.reason}
+        self._event(target_id, fact.scope, fact.user_id, status.value, replaced, actor)
+        return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, fact_id, target_id)
+
+    # ---- import and re-embedding ---------------------------------------------------------------------------
+
+    def add_facts(self, facts: Sequence[NewFact], *, actor: str = "import") -> list[int]:
+        """Store facts as they are (no consolidation), each with its embedding, in one transaction."""
+        if missing := [f.text for f in facts if f.embedding is None]:
+            raise ValueError(f"facts to store need their embedding: {missing[:3]!r}")
+        now = iso(utcnow())
+        ids: list[int] = []
+        with self.conn.pipeline(), self._tx():
+            for fact in facts:
+                upsert_user(self.conn, fact.scope, fact.user_id, fact.user_name)
+                fid = self._insert_fact(fact, fact.text, fact.embedding or (), now)
+                self._event(
+                    fid, fact.scope, fact.user_id, "added", {"text": fact.text, "decision": "IMPORT"}, actor
+                )
+                ids.append(fid)
+        return ids
+
+    def begin_reembed(self, model: str, dimensions: int) -> int:
+        """Start (or resume) re-embedding into `model`; returns the last fact id already done."""
+        meta = read_meta(self.conn)
+        target = f"{model}@{dimensions}"
+        with self._tx():
+            if meta.get("reembed_target") != target:
+                set_meta(self.conn, "reembed_target", target)
+                set_meta(self.conn, "reembed_after_id", "0")
+                return 0
+        return int(meta.get("reembed_after_id", "0"))
+
+    def facts_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        rows = select(
+            self.conn, "SELECT id, text FROM facts WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        )
+        return [(r["id"], r["text"]) for r in rows]
+
+    def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Replace vectors (active: searchable; superseded: archived) and record progress, atomically."""
+        with self._tx():
+            self._write_vectors(vectors)
+            if vectors:
+                set_meta(self.conn, "reembed_after_id", str(max(fid for fid, _ in vectors)))
+
+    def finish_reembed(self, model: str, dimensions: int) -> None:
+        with self._tx():
+            set_meta(self.conn, "embedding_model", model)
+            set_meta(self.conn, "embedding_dimensions", str(dimensions))
+            self.conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_after_id')")
+        self.dimensions = dimensions
+
+    # ---- statistics ----------------------------------------------------------------------------------------
+
+    def stats(self, scope: str | None = None) -> dict[str, Any]:
+        where, params = ("WHERE scope = ?", (scope,)) if scope else ("", ())
+        by_status = {
+            r["status"]: r["count"]
+            for r in select(
+                self.conn, f"SELECT status, count(*) AS count FROM facts {where} GROUP BY status", params
+            )
+        }
+        people = scalar(
+            self.conn,
+            f"SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts {where}) AS people",
+            params,
+        )
+        scopes = scalar(self.conn, "SELECT count(DISTINCT scope) FROM facts")
+        return {
+            "facts": {s.value: by_status.get(s.value, 0) for s in FactStatus},
+            "people": people,
+            "scopes": scopes,
+            "pending_messages": self.count_pending(scope),
+        }
+
+
+def _incomplete(op: Operation) -> str | None:
+    """What a planned operation lacks to be applied as it stands, if anything."""
+    if op.decision.has_target and op.target_id is None:
+        return f"a {op.decision} names no fact"
+    if op.decision is Decision.MERGE and not op.merged_text:
+        return f"a MERGE into fact {op.target_id} has no merged text"
+    if op.fallback is not None and op.fallback not in (Decision.ADD, Decision.KEEP):
+        return f"a fallback must store the new fact (ADD or KEEP), not {op.fallback}"
+    stores_fact = op.decision is not Decision.DUPLICATE or op.fallback is not None
+    if stores_fact and op.fact.embedding is None:
+        return f"{op.fact.text!r} has no embedding"
+    return None
+
+
+def _admitted(
+    op: Operation, opted_out: set[tuple[str, str]], withdrawn: set[str], edited: set[str]
+) -> Operation | None:
+    """The operation as its sources stand at the write; None when it must teach nothing (see apply_flush)."""
+    fact = op.fact
+    sources = set(fact.source_message_ids)
+    if (fact.scope, fact.user_id) in opted_out or sources & edited:
+        return None
+    if withdrawn and sources and sources <= withdrawn:
+        return None
+    if withdrawn & sources:  # keep no trace of a message deleted meanwhile
+        kept = [m for m in fact.source_message_ids if m not in withdrawn]
+        return replace(op, fact=replace(fact, source_message_ids=kept))
+    return op

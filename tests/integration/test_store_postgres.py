@@ -1,0 +1,153 @@
+"""What only PostgreSQL has: its migrations, its errors, and what a forget leaves behind (the counterparts
+of the SQLite-only tests in test_store.py). Real PostgreSQL + pgvector, started by the suite."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
+from bot.storage.errors import DatabaseError
+from bot.storage.locations import backend_for
+from bot.storage.postgres import Store
+from bot.storage.postgres.schema import MIGRATIONS
+from tests.conftest import PostgresDatabases
+from tests.fakes import DIMS, unit
+
+
+def open_store(url: str) -> Store:
+    return Store.open(url, embedding_model="fake-embedding", dimensions=DIMS)
+
+
+def tables(store: Store) -> list[tuple[str, str]]:
+    return store.conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
+        "ORDER BY table_name, column_name"
+    ).fetchall()
+
+
+def test_migrations_from_empty_and_reopening_are_idempotent(postgres_url: str) -> None:
+    first = open_store(postgres_url)
+    assert first.migrate() == len(MIGRATIONS)
+    first.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", [], embedding=unit(1.0))])
+    schema = tables(first)
+    assert ("fact_words", "words") in schema and ("fact_vectors", "embedding") in schema
+    first.close()
+    for _ in range(2):
+        again = open_store(postgres_url)
+        assert tables(again) == schema
+        assert [f.text for f in again.list_facts("dm", "alice")] == ["Alice keeps bees"]
+        again.close()
+
+
+def test_a_newer_schema_is_refused(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    store.conn.execute("INSERT INTO schema_version (version) VALUES (?)", (len(MIGRATIONS) + 1,))
+    store.close()
+    with pytest.raises(DatabaseError, match="newer than this bot"):
+        open_store(postgres_url)
+
+
+def test_forget_everything_deletes_every_row_holding_the_text_and_vacuums(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    secret = "Zanzibarquux"
+    [old] = store.add_facts(
+        [
+            NewFact(
+                "guild:1", "alice", "Alice", f"Alice owns a boat named {secret}", ["m1"], embedding=unit(1.0)
+            )
+        ]
+    )
+    merged = NewFact("guild:1", "alice", "Alice", f"Alice sails {secret}", ["m2"], embedding=unit(1, 0.1))
+    store.apply_flush(
+        [Operation(Decision.MERGE, merged, old, merged_text=f"Alice owns {secret} and sails it")]
+    )
+    store.buffer_messages(
+        [(BufferedMessage("m3", "guild:1", "c1", "alice", "Alice", f"{secret}!", "t"), 1.0)]
+    )
+    store.add_facts([NewFact("guild:1", "bob", "Bob", "Bob likes tea", [], embedding=unit(0, 1.0))])
+
+    assert store.forget("guild:1", "alice") == 2
+    for table in ("facts", "fact_vectors", "fact_words", "fact_sources", "fact_events", "pending_messages"):
+        rows = store.conn.execute(f"SELECT * FROM {table}").fetchall()
+        assert secret not in str(rows) and secret.lower() not in str(rows), table
+    assert store.conn.execute("SELECT count(*) FROM fact_vectors WHERE user_id = 'alice'").fetchone()[0] == 0
+    assert store.conn.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
+    forgotten = store.conn.execute("SELECT detail FROM fact_events WHERE kind = 'forgotten'").fetchall()
+    assert forgotten == [('{"count": 2, "all": true}',)]
+    # The dead tuples were vacuumed at once rather than left to autovacuum.
+    vacuumed = store.conn.execute(
+        "SELECT relname FROM pg_stat_user_tables WHERE vacuum_count > 0 ORDER BY relname"
+    ).fetchall()
+    assert [r[0] for r in vacuumed] == sorted(
+        ["facts", "fact_vectors", "fact_words", "fact_sources", "fact_events", "pending_messages"]
+    )
+    assert [f.text for f in store.list_facts("guild:1", "bob")] == ["Bob likes tea"]
+    store.close()
+
+
+def test_forgetting_one_fact_leaves_vacuuming_to_autovacuum(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    [fid] = store.add_facts([NewFact("dm", "alice", "Alice", "Alice hums", [], embedding=unit(1.0))])
+    assert store.forget("dm", "alice", [fid]) == 1
+    assert store.conn.execute(
+        "SELECT count(*) FROM pg_stat_user_tables WHERE vacuum_count > 0"
+    ).fetchone() == (0,)
+    store.close()
+
+
+def test_keyword_search_is_served_by_the_owner_index_and_needs_no_gin_index(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    indexes = store.conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'fact_words'").fetchall()
+    assert not any("gin" in d.lower() for (d,) in indexes)
+    assert any("(scope, user_id)" in d for (d,) in indexes)
+    store.close()
+
+
+def test_a_missing_database_is_one_line_without_the_password(postgres_url: str) -> None:
+    url = postgres_url.replace("postgres:@", "postgres:hunter2@").replace("/test_", "/missing_")
+    with pytest.raises(DatabaseError) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert "does not exist" in message and "hunter2" not in message and "\n" not in message
+
+
+def test_no_server_there_says_so_without_the_password() -> None:
+    with pytest.raises(DatabaseError) as caught:
+        open_store("postgresql://bot:hunter2@/memory?host=/nonexistent-socket-dir")
+    message = str(caught.value)
+    assert message.startswith("cannot connect to PostgreSQL") and "hunter2" not in message
+
+
+def test_a_user_who_may_not_enable_pgvector_is_told_who_must(
+    postgres: PostgresDatabases, postgres_url: str
+) -> None:
+    name = postgres_url.split("?")[0].rsplit("/", 1)[1]
+    postgres.admin.execute("DROP ROLE IF EXISTS weak")
+    postgres.admin.execute("CREATE ROLE weak LOGIN")
+    postgres.admin.execute(f"REVOKE CREATE ON DATABASE {name} FROM PUBLIC")
+    with psycopg.connect(postgres_url, autocommit=True) as owner:  # tables yes, extensions no
+        owner.execute("GRANT CREATE ON SCHEMA public TO weak")
+    url = postgres_url.replace("postgres:@", "weak:@")
+    try:
+        with pytest.raises(psycopg.Error) as caught:
+            open_store(url)
+        line = backend_for(url).describe(url, caught.value)
+        assert "CREATE EXTENSION vector" in line and "owner or an administrator" in line
+    finally:
+        postgres.drop(postgres_url)
+        postgres.admin.execute("DROP ROLE weak")
+
+
+def test_a_value_postgresql_cannot_store_raises_a_row_error(postgres_url: str) -> None:
+    """Writing the same value again fails the same way: the worker drops that write instead of retrying."""
+    store = open_store(postgres_url)
+    errors = backend_for(postgres_url).row_errors
+    with pytest.raises(errors):
+        store.set_state("k", "a NUL \x00 cannot be stored in text")
+    with pytest.raises(errors):
+        store.set_state("k", "a lone surrogate \ud800 cannot be encoded")
+    assert not issubclass(psycopg.OperationalError, errors)
+    store.set_state("k", "v")  # the connection is still usable
+    assert store.get_state("k") == "v"
+    store.close()
