@@ -6,6 +6,7 @@ so the CLI, the Discord client, the benchmarks and the tests all get a service w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TypeVar
 
@@ -18,6 +19,7 @@ from bot.memory.ports import ModelError
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, DatabaseError
 from bot.storage.locations import backend_for
+from bot.storage.migration import MigrationReport, copy_database
 
 P = TypeVar("P")
 
@@ -81,6 +83,21 @@ def database_exists(settings: Settings) -> bool:
 def database_backend(settings: Settings) -> str:
     """The name of the storage backend the settings choose ("SQLite", "PostgreSQL")."""
     return backend_for(settings.database_location).name
+
+
+def migrate_database(
+    settings: Settings,
+    target: Settings,
+    *,
+    into_non_empty: bool = False,
+    progress: Callable[[str, int], None] | None = None,
+) -> MigrationReport:
+    """Copy the SQLite file of `settings` into the PostgreSQL database of `target` (resumable, verified)."""
+    if not target.database_url:
+        raise DatabaseError("the target must be a PostgreSQL database (postgresql://...)")
+    return copy_database(
+        settings.database_path, target.database_url, into_non_empty=into_non_empty, progress=progress
+    )
 
 
 def failure_line(settings: Settings, exc: BaseException) -> str:

@@ -25,6 +25,7 @@ from bot.app import (
     database_exists,
     failure_line,
     failures,
+    migrate_database,
     open_maintenance,
     open_memory,
     open_store,
@@ -174,6 +175,24 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="counts by status, people, pending messages")
     stats.add_argument("--json", action="store_true")
 
+    migrate = sub.add_parser(
+        "migrate",
+        help="copy the SQLite database (DATABASE_PATH) into PostgreSQL",
+        description=(
+            "Copies every fact with its history, vectors, sources and events, the message buffer, people and "
+            "opt-outs, server settings and personas into a PostgreSQL database with pgvector, then counts "
+            "the rows on both sides. Run it with the bot stopped. Interrupted, run it again: it carries on. "
+            "Then set DATABASE_URL to the same URL and start the bot."
+        ),
+    )
+    migrate.add_argument(
+        "--to", required=True, dest="url", help="postgresql://user:password@host:5432/dbname"
+    )
+    migrate.add_argument(
+        "--into-non-empty", action="store_true", help="add to a database that already holds memory"
+    )
+    migrate.add_argument("--json", action="store_true")
+
     reembed = sub.add_parser("reembed", help="re-embed every fact with the configured embedding model")
     reembed.add_argument("--batch", type=_positive, default=100)
     reembed.add_argument(
@@ -241,6 +260,8 @@ def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int
         return asyncio.run(cmd_recall(settings, args))
     if command == "stats":
         return asyncio.run(cmd_stats(settings, args))
+    if command == "migrate":
+        return cmd_migrate(settings, args)
     return asyncio.run(cmd_reembed(settings, args))
 
 
@@ -751,6 +772,34 @@ async def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
         ],
     )
     return 0
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    """Copy DATABASE_PATH into the PostgreSQL database at --to; say what was copied and whether it adds up."""
+    if not settings.database_path.exists():
+        raise CliError(f"no database at {settings.database_path} to copy (DATABASE_PATH)")
+    try:
+        target = replace(settings, database_url=load_settings({"DATABASE_URL": args.url}).database_url)
+    except ConfigError as exc:
+        raise CliError(*exc.problems) from None
+
+    def progress(table: str, rows: int) -> None:
+        log.info("copied %d rows of %s", rows, table)
+
+    try:
+        report = migrate_database(settings, target, into_non_empty=args.into_non_empty, progress=progress)
+    except failures(target) as exc:
+        raise CliError(failure_line(target, exc) + " (run the same command again to carry on)") from None
+    rows = {table: (report.source_rows[table], report.target_rows[table]) for table in report.source_rows}
+    human = [f"{table}: {copied:,} of {total:,}" for table, (total, copied) in rows.items()]
+    human.append(
+        f"copied {settings.database_path} into {target.database_shown}; every table adds up. Set "
+        "DATABASE_URL to it and start the bot."
+        if report.verified
+        else "the counts differ (above): run the same command again to carry on"
+    )
+    _emit(args, {"verified": report.verified, "resumed": report.resumed, "tables": rows}, human)
+    return 0 if report.verified else EXIT_PROBLEM
 
 
 async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
