@@ -151,3 +151,20 @@ def test_a_value_postgresql_cannot_store_raises_a_row_error(postgres_url: str) -
     store.set_state("k", "v")  # the connection is still usable
     assert store.get_state("k") == "v"
     store.close()
+
+
+def test_a_connection_the_server_dropped_is_opened_again_on_the_next_call(
+    postgres_url: str, postgres: PostgresDatabases
+) -> None:
+    store = open_store(postgres_url)
+    try:
+        store.set_state("k", "before")
+        pid = store.conn.raw.info.backend_pid
+        postgres.admin.execute("SELECT pg_terminate_backend(%s)", (pid,))  # a restart or failover
+        with pytest.raises(psycopg.OperationalError):
+            store.get_state("k")  # the call that finds out fails, as any database error does
+        assert store.get_state("k") == "before"  # ... and the next one connects again
+        store.set_state("k", "after")
+        assert store.get_state("k") == "after" and store.conn.raw.info.backend_pid != pid
+    finally:
+        store.close()

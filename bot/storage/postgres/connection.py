@@ -95,33 +95,52 @@ def driver_sql(sql: str) -> str:
 
 
 class PostgresDatabase:
-    """The connection as the shared SQL uses it (bot/storage/sql/database.py)."""
+    """The connection as the shared SQL uses it (bot/storage/sql/database.py).
 
-    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    A connection the server dropped (a restart, a failover, a network cut) fails the call that finds
+    out, as any database error does (callers retry or report it), and the next call connects again.
+    """
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], url: str) -> None:
         self.raw = conn
+        self.url = url
+        self._closed = False
+        self._in_transaction = False
+
+    def live(self) -> psycopg.Connection[tuple[Any, ...]]:
+        """The connection, opened again if the last one broke: never after `close()`, and never inside a
+        transaction, whose remaining statements must fail with it rather than run on their own."""
+        if not (self._closed or self._in_transaction) and (self.raw.closed or self.raw.broken):
+            self.raw = connect(self.url)
+        return self.raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
-        return self.raw.execute(driver_sql(sql), params)
+        return self.live().execute(driver_sql(sql), params)
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> psycopg.Cursor[tuple[Any, ...]]:
-        cursor = self.raw.cursor()
+        cursor = self.live().cursor()
         cursor.executemany(driver_sql(sql), list(params))
         return cursor
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self.raw.cursor(row_factory=dict_row) as cursor:
+        with self.live().cursor(row_factory=dict_row) as cursor:
             rows: list[Row] = [row for row in cursor.execute(driver_sql(sql), params)]
         return rows
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN ... COMMIT (ROLLBACK on any exception), after the write lock: one writer at a time."""
-        with self.raw.transaction():
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-            yield
+        with self.live().transaction():
+            self._in_transaction = True
+            try:
+                self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                yield
+            finally:
+                self._in_transaction = False
 
     def pipeline(self) -> contextlib.AbstractContextManager[psycopg.Pipeline]:
-        return self.raw.pipeline()
+        return self.live().pipeline()
 
     def close(self) -> None:
+        self._closed = True
         self.raw.close()

@@ -35,7 +35,7 @@ class Store(PostgresSearch, SqlStore):
     @classmethod
     def connect(cls, location: Path | str) -> PostgresDatabase:
         """Connect to the URL; the first migration enables pgvector (CREATE EXTENSION) if it is not yet."""
-        return PostgresDatabase(connect(str(location)))
+        return PostgresDatabase(connect(str(location)), str(location))
 
     def migrate(self) -> int:
         """Apply the numbered migrations past `schema_version`; returns the resulting version."""
