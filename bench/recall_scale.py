@@ -926,8 +926,8 @@ def run_size(
         try:
             build_info = build_postgres(ds, data, server, rebuild=args.rebuild)
             server.warm(PG_DATABASE)
-            store = open_storage(server.url(PG_DATABASE), embedding_model=MODEL, dimensions=DIM)
-            figures = measure_store(ds, store, queries, warmup, settings)
+            pg_store: Any = open_storage(server.url(PG_DATABASE), embedding_model=MODEL, dimensions=DIM)
+            figures = measure_store(ds, pg_store, queries, warmup, settings)
             result["postgres"] = {"build": build_info, "store": figures, "server": server.settings()}
         finally:
             server.close()
