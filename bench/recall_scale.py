@@ -878,15 +878,14 @@ def plot_backends(results: list[dict[str, Any]], path: Path) -> None:
 
     ns = [r["n"] for r in results]
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for backend, get, marker in (
-        ("SQLite", lambda r: r["store"], "o"),
-        ("PostgreSQL", lambda r: r["postgres"]["store"], "s"),
+    for backend, get, marker, colors in (
+        ("SQLite", lambda r: r["store"], "o", ("tab:blue", "tab:cyan")),
+        ("PostgreSQL", lambda r: r["postgres"]["store"], "s", ("tab:red", "tab:orange")),
     ):
-        for part, label in (("hybrid", "hybrid"), ("knn_k5", "knn k=5")):
+        for (part, label), color in zip((("hybrid", "hybrid"), ("knn_k5", "knn k=5")), colors, strict=True):
             for q, style in (("p50", "--"), ("p99", "-")):
-                ax.plot(
-                    ns, [get(r)[part][q] for r in results], marker + style, label=f"{backend} {label} {q}"
-                )
+                values = [get(r)[part][q] for r in results]
+                ax.plot(ns, values, marker + style, color=color, label=f"{backend} {label} {q}")
     ax.axhline(5, color="grey", linestyle=":", linewidth=1, label="target: hybrid p99 5 ms")
     ax.set(xscale="log", yscale="log", xlabel="facts in the database (N)", ylabel="per-person query, ms")
     ax.set_title("Per-person recall on SQLite and PostgreSQL (same queries)")
