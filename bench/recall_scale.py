@@ -15,6 +15,9 @@ that topic. Measured on the same data in the same run:
 - the seed plan: one vec0 table without partitions, a global KNN then a JOIN on the user and LIMIT k,
   in a separate file holding the same vectors.
 
+With `--backend postgres` or `both` the same store queries run on PostgreSQL with pgvector too (a
+pgserver data folder per N; see `build_postgres`), and one table puts the two backends side by side.
+
 Builds are cached in bench/.cache/ keyed by N and the generator version.
 """
 
