@@ -15,6 +15,9 @@ that topic. Measured on the same data in the same run:
 - the seed plan: one vec0 table without partitions, a global KNN then a JOIN on the user and LIMIT k,
   in a separate file holding the same vectors.
 
+With `--backend postgres` or `both` the same store queries run on PostgreSQL with pgvector too (a
+pgserver data folder per N; see `build_postgres`), and one table puts the two backends side by side.
+
 Builds are cached in bench/.cache/ keyed by N and the generator version.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,11 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from bench import pg
 from bench.common import CACHE, DOCS, machine, percentiles_ms, ratio, table, write_json
 from bot.config import Settings
-from bot.memory.models import Fact, NewFact
+from bot.memory.models import Fact, NewFact, iso, utcnow
 from bot.memory.recall import fuse, search_people
+from bot.memory.text import fold
 from bot.storage import Store
+from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 
 GENERATOR_VERSION = 1
@@ -176,38 +183,52 @@ def _remove(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
-def build(ds: Dataset, *, rebuild: bool = False) -> dict[str, Any]:
-    """Both databases for ds.n (reused from the cache when complete); returns build figures."""
+class Generated:
+    """Every fact's vector and text in global order, generated once and shared by the builds of one N."""
+
+    def __init__(self, ds: Dataset) -> None:
+        self.ds = ds
+        self._data: tuple[np.ndarray, list[str]] | None = None
+
+    def get(self) -> tuple[np.ndarray, list[str]]:
+        if self._data is None:
+            ds = self.ds
+            print(f"  generating {ds.n:,} vectors ...", flush=True)
+            vectors = np.empty((ds.n, DIM), dtype=np.float32)
+            texts: list[str] = [""] * ds.n
+            for p in range(ds.people):
+                rows = slice(p * FACTS_PER_PERSON, (p + 1) * FACTS_PER_PERSON)
+                vectors[rows] = ds.vectors(p)
+                texts[rows] = ds.texts(p)
+            self._data = vectors, texts
+        return self._data
+
+
+def build(ds: Dataset, data: Generated, *, rebuild: bool = False, seed: bool = True) -> dict[str, Any]:
+    """The SQLite databases for ds.n (reused from the cache when complete); returns build figures."""
     store_path, seed_path, meta_path = _paths(ds.n)
     meta: dict[str, Any] = json.loads(meta_path.read_text()) if meta_path.exists() and not rebuild else {}
     need_store = "store" not in meta or not store_path.exists()
-    need_seed = "seed" not in meta or not seed_path.exists()
+    need_seed = seed and ("seed" not in meta or not seed_path.exists())
     if not (need_store or need_seed):
         meta["cached"] = True
         return meta
     CACHE.mkdir(parents=True, exist_ok=True)
-    print(f"  generating {ds.n:,} vectors ...", flush=True)
-    vectors = np.empty((ds.n, DIM), dtype=np.float32)
-    texts: list[str] = [""] * ds.n
-    for p in range(ds.people):
-        rows = slice(p * FACTS_PER_PERSON, (p + 1) * FACTS_PER_PERSON)
-        vectors[rows] = ds.vectors(p)
-        texts[rows] = ds.texts(p)
     if need_store:
         _remove(store_path)
-        meta["store"] = _build_store(ds, store_path, vectors, texts)
+        meta["store"] = _build_store(ds, store_path, *data.get())
         meta_path.write_text(json.dumps(meta, indent=2))
     if need_seed:
         _remove(seed_path)
-        meta["seed"] = _build_seed(ds, seed_path, vectors, texts)
+        meta["seed"] = _build_seed(ds, seed_path, *data.get())
         meta_path.write_text(json.dumps(meta, indent=2))
     meta["cached"] = False
     return meta
 
 
-def _progress(label: str, done: int, total: int, started: float) -> None:
+def _progress(label: str, done: int, total: int, started: float, offset: int = 0) -> None:
     if done == total or done % (10 * BATCH) == 0:
-        rate = done / max(1e-9, time.perf_counter() - started)
+        rate = (done - offset) / max(1e-9, time.perf_counter() - started)
         print(f"  {label}: {done:,}/{total:,} facts, {rate:,.0f}/s", flush=True)
 
 
@@ -269,6 +290,203 @@ def _build_seed(ds: Dataset, path: Path, vectors: np.ndarray, texts: list[str]) 
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     conn.close()
     return _build_figures(path, ds.n, elapsed)
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------------------------
+
+PG_DATABASE = "recall"
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+
+
+def pg_folder(n: int) -> Path:
+    """The pgserver data folder holding the built database for N facts (one server per N, cached)."""
+    return CACHE / f"recall_v{GENERATOR_VERSION}_{n}.pgdata"
+
+
+def build_postgres(
+    ds: Dataset, data: Generated, server: pg.PgServer, *, rebuild: bool = False
+) -> dict[str, Any]:
+    """The store's database on PostgreSQL for ds.n, reused when complete; returns build figures.
+
+    The first 10,000 facts go through the store's own `add_facts` (its write rate on PostgreSQL); the
+    rest are bulk-loaded with COPY into the same tables, row for row what `add_facts` writes (checked
+    on a sample of both afterwards, `_check_postgres`), because `add_facts` alone would take most of an
+    hour at 1M on this machine.
+    """
+    meta_path = CACHE / f"recall_v{GENERATOR_VERSION}_{ds.n}.pg.json"
+    if meta_path.exists() and not rebuild and server.exists(PG_DATABASE):
+        return json.loads(meta_path.read_text()) | {"cached": True}
+    meta_path.unlink(missing_ok=True)
+    url = server.create(PG_DATABASE, replace=True)
+    vectors, texts = data.get()
+    store: Any = open_storage(url, embedding_model=MODEL, dimensions=DIM)
+    first = min(BATCH, ds.n)
+    started = time.perf_counter()
+    store.add_facts(_new_facts(ds, ds.order[:first], vectors, texts), actor="bench")
+    store_seconds = time.perf_counter() - started
+    print(f"  postgres add_facts: {first:,} facts, {first / store_seconds:,.0f}/s", flush=True)
+    raw = store.conn.raw
+    with raw.transaction():  # every person once, as add_facts leaves them (its upsert keeps the last name)
+        now = iso(utcnow())
+        done = _people_in(ds, ds.order[:first])
+        with raw.cursor().copy("COPY users (scope, user_id, name, updated_at) FROM STDIN") as copy:
+            for p in range(ds.people):
+                if p not in done:
+                    copy.write_row((*ds.person(p), now))
+    raw.execute("CREATE TEMP TABLE words_in (fact_id bigint, scope text, user_id text, folded text)")
+    bulk_started = time.perf_counter()
+    for start in range(first, ds.n, BATCH):
+        _copy_batch(ds, raw, start, ds.order[start : start + BATCH], vectors, texts)
+        _progress("postgres COPY", start + min(BATCH, ds.n - start), ds.n, bulk_started, offset=first)
+    bulk_seconds = time.perf_counter() - bulk_started
+    raw.execute("SELECT setval(pg_get_serial_sequence('facts', 'id'), (SELECT max(id) FROM facts))")
+    raw.execute("DROP TABLE words_in")
+    vacuum_started = time.perf_counter()
+    raw.execute(
+        "VACUUM (ANALYZE)"
+    )  # as autovacuum would soon: hint bits and statistics, not during the timing
+    raw.execute("CHECKPOINT")
+    vacuum_seconds = time.perf_counter() - vacuum_started
+    checked = _check_postgres(ds, store, vectors, texts, first)
+    store.close()
+    size = server.database_bytes(PG_DATABASE)
+    bulk = ds.n - first
+    meta = {
+        "add_facts_facts": first,
+        "add_facts_per_second": round(first / store_seconds),
+        "copy_facts": bulk,
+        "copy_per_second": round(bulk / bulk_seconds) if bulk else 0,
+        "vacuum_analyze_seconds": round(vacuum_seconds, 1),
+        "build_seconds": round(store_seconds + bulk_seconds + vacuum_seconds, 1),
+        "database_bytes": size,
+        "bytes_per_fact": round(size / ds.n),
+        "checked_facts": checked,
+        "server": server.settings(),
+    }
+    meta_path.write_text(json.dumps(meta, indent=2))
+    return meta | {"cached": False}
+
+
+def _people_in(ds: Dataset, batch: np.ndarray) -> set[int]:
+    return set((batch // FACTS_PER_PERSON).tolist())
+
+
+def _new_facts(ds: Dataset, batch: np.ndarray, vectors: np.ndarray, texts: list[str]) -> list[NewFact]:
+    facts = []
+    for g in batch.tolist():
+        scope, user_id, name = ds.person(g // FACTS_PER_PERSON)
+        facts.append(
+            NewFact(scope, user_id, name, texts[g], [str(10**18 + g)], embedding=vectors[g].tolist())
+        )
+    return facts
+
+
+def _copy_batch(
+    ds: Dataset, raw: Any, start: int, batch: np.ndarray, vectors: np.ndarray, texts: list[str]
+) -> None:
+    """One transaction of COPYs writing what `Store.add_facts` writes for these facts (ids start + 1 ...)."""
+    now = iso(utcnow())
+    owners = [ds.person(g // FACTS_PER_PERSON)[:2] for g in batch.tolist()]
+    ids = range(start + 1, start + 1 + len(batch))
+    big_endian = vectors[batch].astype(">f4")
+    with raw.transaction():
+        cur = raw.cursor()
+        with cur.copy(
+            "COPY facts (id, scope, user_id, text, recorded_at, updated_at, sensitive) FROM STDIN"
+        ) as copy:
+            for fid, g, (scope, user_id) in zip(ids, batch.tolist(), owners, strict=True):
+                copy.write_row((fid, scope, user_id, texts[g], now, now, 0))
+        with cur.copy(
+            "COPY fact_vectors (fact_id, scope, user_id, embedding) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            out = bytearray(_COPY_HEADER)
+            for i, (fid, (scope, user_id)) in enumerate(zip(ids, owners, strict=True)):
+                s, u = scope.encode(), user_id.encode()
+                out += struct.pack(
+                    f">hiqi{len(s)}si{len(u)}sihh", 4, 8, fid, len(s), s, len(u), u, 4 + 4 * DIM, DIM, 0
+                )
+                out += big_endian[i].tobytes()
+            out += struct.pack(">h", -1)
+            copy.write(bytes(out))
+        with cur.copy("COPY words_in (fact_id, scope, user_id, folded) FROM STDIN") as copy:
+            for fid, g, (scope, user_id) in zip(ids, batch.tolist(), owners, strict=True):
+                copy.write_row((fid, scope, user_id, fold(texts[g])))
+        cur.execute(
+            "INSERT INTO fact_words (fact_id, scope, user_id, words) "
+            "SELECT fact_id, scope, user_id, to_tsvector('simple', folded) FROM words_in ORDER BY fact_id"
+        )
+        cur.execute("TRUNCATE words_in")
+        with cur.copy(
+            "COPY fact_sources (fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
+            "FROM STDIN"
+        ) as copy:
+            for fid, g in zip(ids, batch.tolist(), strict=True):
+                copy.write_row((fid, str(10**18 + g), 0, None, None, 0))
+        with cur.copy(
+            "COPY fact_events (fact_id, scope, user_id, kind, detail, actor, at) FROM STDIN"
+        ) as copy:
+            for fid, g, (scope, user_id) in zip(ids, batch.tolist(), owners, strict=True):
+                detail = json.dumps({"text": texts[g], "decision": "IMPORT"}, ensure_ascii=False)
+                copy.write_row((fid, scope, user_id, "added", detail, "bench", now))
+
+
+def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[str], first: int) -> int:
+    """Facts written by `add_facts` and by COPY must hold the same rows: check a sample of each.
+
+    Per fact: its owner, text and flags, its vector (equal to the generator's, as pgvector compares
+    them), its words (equal to `to_tsvector('simple', fold(text))`, what the store indexes), its one
+    source and its one 'added' event. Raises if any differs.
+    """
+    from bot.storage.postgres.search import vector_text
+
+    rng = np.random.default_rng([SEED, 5, ds.n])
+    sample = sorted(
+        set(rng.integers(1, first + 1, 25).tolist()) | set(rng.integers(1, ds.n + 1, 25).tolist())
+    )
+    for fid in sample:
+        g = int(ds.order[fid - 1])
+        scope, user_id, name = ds.person(g // FACTS_PER_PERSON)
+        detail = json.dumps({"text": texts[g], "decision": "IMPORT"}, ensure_ascii=False)
+        row = store.conn.raw.execute(
+            "SELECT f.scope, f.user_id, f.text, f.status, f.valid_from, f.sensitive, f.superseded_by, "
+            "f.retrieval_count, f.archived_embedding IS NULL, v.scope = f.scope AND v.user_id = f.user_id, "
+            "v.embedding = %s::vector, w.scope = f.scope AND w.user_id = f.user_id, "
+            "w.words = to_tsvector('simple', %s), "
+            "(SELECT array_agg(ARRAY[message_id, coalesce(channel_id, '-'), confirms::text, private_thread::text]) "
+            " FROM fact_sources WHERE fact_id = f.id), "
+            "(SELECT array_agg(ARRAY[kind, detail, actor, scope, user_id]) FROM fact_events WHERE fact_id = f.id), "
+            "(SELECT name FROM users AS u WHERE u.scope = f.scope AND u.user_id = f.user_id) "
+            "FROM facts AS f JOIN fact_vectors AS v ON v.fact_id = f.id JOIN fact_words AS w ON w.fact_id = f.id "
+            "WHERE f.id = %s",
+            (vector_text(vectors[g].tolist()), fold(texts[g]), fid),
+        ).fetchone()
+        want = (
+            scope,
+            user_id,
+            texts[g],
+            "active",
+            None,
+            0,
+            None,
+            0,
+            True,
+            True,
+            True,
+            True,
+            True,
+            [[str(10**18 + g), "-", "0", "0"]],
+            [["added", detail, "bench", scope, user_id]],
+            name,
+        )
+        if tuple(row or ()) != want:
+            raise RuntimeError(f"fact {fid} differs from what add_facts writes: {row!r} != {want!r}")
+    counts = store.conn.raw.execute(
+        "SELECT (SELECT count(*) FROM facts), (SELECT count(*) FROM fact_vectors), (SELECT count(*) FROM fact_words), "
+        "(SELECT count(*) FROM fact_sources), (SELECT count(*) FROM fact_events), (SELECT count(*) FROM users)"
+    ).fetchone()
+    if tuple(counts) != (ds.n, ds.n, ds.n, ds.n, ds.n, ds.people):
+        raise RuntimeError(f"row counts {counts!r}, expected {ds.n:,} per table and {ds.people:,} people")
+    return len(sample)
 
 
 # ---- measuring -----------------------------------------------------------------------------------------
@@ -340,17 +558,16 @@ def _queries(ds: Dataset, count: int) -> list[Query]:
 
 
 def measure_store(
-    ds: Dataset, queries: Sequence[Query], warmup: Sequence[Query], settings: Settings
+    ds: Dataset, store: Any, queries: Sequence[Query], warmup: Sequence[Query], settings: Settings
 ) -> dict[str, Any]:
     """Latency and exactness of the store's knn, the bot's vector search and its hybrid search.
 
     Each operation is timed in its own pass over all queries, so every timed call finds the person's rows
-    in the OS page cache (the file is read once beforehand) but not in SQLite's own small page cache,
-    as a recall does when that person was not searched a moment ago. Exactness is checked afterwards.
+    in the OS page cache (the caller reads the files once beforehand) but not in the database's own page
+    cache (SQLite's is small; PostgreSQL's shared buffers hold a fraction of the larger databases), as a
+    recall does when that person was not searched a moment ago. Exactness is checked afterwards. The
+    same code runs on either backend's store; `store` is closed at the end.
     """
-    store_path, _, _ = _paths(ds.n)
-    _warm(store_path)
-    store = Store.open(store_path, embedding_model=MODEL, dimensions=DIM)
     limit, max_distance = settings.recall_facts_per_person, settings.recall_max_distance
     pool = max(20, limit)  # Recaller's default pool
     kwargs: dict[str, Any] = {"limit": limit, "max_distance": max_distance, "pool": pool}
@@ -490,7 +707,72 @@ SEED_COLUMNS = ("samples", "inner_k", "limit", "p50", "p99", "short_pct", "empty
 
 
 def report(results: list[dict[str, Any]]) -> None:
-    """Print the three tables: headline, store components, seed-plan variants, and sizes."""
+    """Print the tables: the backends side by side, then (on a run with the seed plan) the SQLite tables."""
+    if any("postgres" in r for r in results):
+        report_backends(results)
+    if all("store" in r and "seed" in r for r in results):
+        report_sqlite(results)
+
+
+PARTS = ("knn_k5", "vector_pool", "keyword", "hybrid")
+
+
+def report_backends(results: list[dict[str, Any]]) -> None:
+    """One table: each operation's p50 / p99 and exactness on SQLite and PostgreSQL, on the same queries."""
+    rows = []
+    for r in results:
+        for part in PARTS:
+            row: list[Any] = [f"{r['n']:,}", part]
+            for figures in (r.get("store"), r.get("postgres", {}).get("store")):
+                if figures is None:
+                    row += ["-", "-", "-"]
+                    continue
+                row += [figures[part]["p50"], figures[part]["p99"], figures[part].get("exact_pct", "-")]
+            rows.append(row)
+    print("\nPer-person recall, the same queries on both backends (ms; exact % against brute force)")
+    print(
+        table(
+            [
+                "N",
+                "operation",
+                "SQLite p50",
+                "SQLite p99",
+                "SQLite exact %",
+                "PG p50",
+                "PG p99",
+                "PG exact %",
+            ],
+            rows,
+        )
+    )
+    builds = [[f"{r['n']:,}", *_build_row(r)] for r in results]
+    print("\nBuilds")
+    print(
+        table(
+            ["N", "SQLite MB", "SQLite add_facts/s", "PG MB", "PG add_facts/s", "PG COPY/s", "PG build s"],
+            builds,
+        )
+    )
+
+
+def _build_row(r: dict[str, Any]) -> list[Any]:
+    row: list[Any] = ["-", "-"]
+    if "build" in r and "store" in r["build"]:
+        row = [r["build"]["store"]["file_bytes"] / 1e6, r["build"]["store"]["inserts_per_second"]]
+    if "postgres" in r:
+        b = r["postgres"]["build"]
+        return [
+            *row,
+            b["database_bytes"] / 1000000.0,
+            b["add_facts_per_second"],
+            b["copy_per_second"],
+            b["build_seconds"],
+        ]
+    return [*row, "-", "-", "-", "-"]
+
+
+def report_sqlite(results: list[dict[str, Any]]) -> None:
+    """The SQLite tables: headline against the seed plan, store components, seed-plan variants, sizes."""
     rows = []
     for r in results:
         s, seed = r["store"], r["seed"]
@@ -512,7 +794,7 @@ def report(results: list[dict[str, Any]]) -> None:
     headers += ["seed short %", "seed empty %", "x p50", "x p99"]
     print("\nPer-person recall (ms): the store's hybrid against the seed plan's global KNN + JOIN, k=5")
     print(table(headers, rows))
-    parts = ("knn_k5", "vector_pool", "keyword", "hybrid")
+    parts = PARTS
     print("\nStore components, p50 / p99 ms")
     print(
         table(
@@ -590,6 +872,72 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_backends(results: list[dict[str, Any]], path: Path) -> None:
+    """Hybrid and knn p50/p99 against N, SQLite beside PostgreSQL."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [r["n"] for r in results]
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for backend, get, marker, colors in (
+        ("SQLite", lambda r: r["store"], "o", ("tab:blue", "tab:cyan")),
+        ("PostgreSQL", lambda r: r["postgres"]["store"], "s", ("tab:red", "tab:orange")),
+    ):
+        for (part, label), color in zip((("hybrid", "hybrid"), ("knn_k5", "knn k=5")), colors, strict=True):
+            for q, style in (("p50", "--"), ("p99", "-")):
+                values = [get(r)[part][q] for r in results]
+                ax.plot(ns, values, marker + style, color=color, label=f"{backend} {label} {q}")
+    ax.axhline(5, color="grey", linestyle=":", linewidth=1, label="target: hybrid p99 5 ms")
+    ax.set(xscale="log", yscale="log", xlabel="facts in the database (N)", ylabel="per-person query, ms")
+    ax.set_title("Per-person recall on SQLite and PostgreSQL (same queries)")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_size(
+    n: int, backends: Sequence[str], args: argparse.Namespace, settings: Settings, store_queries: int
+) -> dict[str, Any]:
+    """Build (or reuse) N's databases on each backend and measure the same queries on each."""
+    print(f"N = {n:,}", flush=True)
+    ds = Dataset(n)
+    data = Generated(ds)
+    queries = _queries(ds, store_queries + WARMUP_QUERIES)
+    queries, warmup = queries[WARMUP_QUERIES:], queries[:WARMUP_QUERIES]
+    result: dict[str, Any] = {"n": n, "people": ds.people}
+    if "sqlite" in backends:
+        result["build"] = build(ds, data, rebuild=args.rebuild, seed=not args.no_seed)
+        store_path, _, _ = _paths(n)
+        _warm(store_path)
+        store = Store.open(store_path, embedding_model=MODEL, dimensions=DIM)
+        result["store"] = measure_store(ds, store, queries, warmup, settings)
+        hybrid = result["store"]["hybrid"]
+        print(f"  sqlite: hybrid p99 {hybrid['p99']} ms, exact {hybrid['exact_pct']}%", flush=True)
+        if not args.no_seed:
+            seed_count = args.seed_queries or (100 if n >= 1_000_000 else 300)
+            result["seed"] = measure_seed(ds, queries[:seed_count], settings.recall_facts_per_person)
+            seed_k5 = result["seed"]["k5"]
+            print(f"  seed: p99 {seed_k5['p99']} ms, short {seed_k5['short_pct']}%", flush=True)
+    if "postgres" in backends:
+        server = pg.PgServer(pg_folder(n))
+        try:
+            build_info = build_postgres(ds, data, server, rebuild=args.rebuild)
+            server.warm(PG_DATABASE)
+            pg_store: Any = open_storage(server.url(PG_DATABASE), embedding_model=MODEL, dimensions=DIM)
+            figures = measure_store(ds, pg_store, queries, warmup, settings)
+            result["postgres"] = {"build": build_info, "store": figures, "server": server.settings()}
+        finally:
+            server.close()
+        hybrid = figures["hybrid"]
+        print(f"  postgres: hybrid p99 {hybrid['p99']} ms, exact {hybrid['exact_pct']}%", flush=True)
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="only N=10,000, fewer queries")
@@ -597,32 +945,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=1000, help="store queries per N")
     parser.add_argument("--seed-queries", type=int, default=0, help="seed-plan queries per N (0: by size)")
     parser.add_argument("--rebuild", action="store_true", help="ignore cached databases")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres", "both"),
+        default="both" if pg.available() else "sqlite",
+        help="where the store runs (default: both when pgserver is installed)",
+    )
+    parser.add_argument("--no-seed", action="store_true", help="skip the seed plan (SQLite's comparison)")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([10_000] if args.quick else list(SIZES))
     store_queries = 200 if args.quick else args.queries
+    backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
     settings = Settings()
-    results = []
-    for n in sizes:
-        print(f"N = {n:,}", flush=True)
-        ds = Dataset(n)
-        build_info = build(ds, rebuild=args.rebuild)
-        queries = _queries(ds, store_queries + WARMUP_QUERIES)
-        queries, warmup = queries[WARMUP_QUERIES:], queries[:WARMUP_QUERIES]
-        store_fig = measure_store(ds, queries, warmup, settings)
-        print(
-            f"  store: hybrid p99 {store_fig['hybrid']['p99']} ms, exact {store_fig['hybrid']['exact_pct']}%",
-            flush=True,
-        )
-        seed_count = args.seed_queries or (100 if n >= 1_000_000 else 300)
-        seed_fig = measure_seed(ds, queries[:seed_count], settings.recall_facts_per_person)
-        print(f"  seed: p99 {seed_fig['k5']['p99']} ms, short {seed_fig['k5']['short_pct']}%", flush=True)
-        results.append(
-            {"n": n, "people": ds.people, "build": build_info, "store": store_fig, "seed": seed_fig}
-        )
+    results = [run_size(n, backends, args, settings, store_queries) for n in sizes]
     report(results)
     data = {
         "benchmark": "recall_scale",
         "machine": machine(),
+        "backends": list(backends),
         "parameters": {
             "dimensions": DIM,
             "facts_per_person": FACTS_PER_PERSON,
@@ -637,7 +977,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         },
         "results": results,
     }
-    partial = args.quick or args.sizes is not None
+    # The seed-plan figures the docs quote come from a full SQLite run; a comparison of the backends has
+    # a file (and a plot) of its own, so neither run replaces the other's figures.
+    if "postgres" in backends:
+        partial = args.quick
+        print(f"\nwrote {write_json('recall_scale_backends', data, partial=partial)}")
+        if not partial and len(backends) == 2:
+            plot_backends(results, DOCS / "recall_backends.png")
+            print(f"wrote {DOCS / 'recall_backends.png'}")
+        return
+    partial = args.quick or args.sizes is not None or args.no_seed
     print(f"\nwrote {write_json('recall_scale', data, partial=partial)}")
     if not partial:
         plot(results, DOCS / "recall_scale.png")
