@@ -120,6 +120,9 @@ class MemoryService:
         self._background: set[asyncio.Task[Any]] = set()
         self._settings_seen = -1
         self._watcher: asyncio.Task[None] | None = None
+        # Held while this process changes a setting: its caches take the change before the database does
+        # (so queued captures are refused), and the watcher's reload in between would undo that.
+        self._settings_changing = asyncio.Lock()
         self.recall_failures = 0
 
     async def start(self, *, scope: str | None = None) -> None:
@@ -143,8 +146,9 @@ class MemoryService:
         while True:
             await asyncio.sleep(self.policy.settings_poll_seconds)
             try:
-                if await self.store.call(Storage.settings_version) != self._settings_seen:
-                    await self.reload_caches()
+                async with self._settings_changing:
+                    if await self.store.call(Storage.settings_version) != self._settings_seen:
+                        await self.reload_caches()
             except Exception as exc:  # a busy or briefly unreachable database: the next poll tries again
                 log.warning("could not check for settings changed elsewhere: %s", exc)
 
@@ -558,36 +562,38 @@ class MemoryService:
 
     async def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
-        if opted_out:
-            # From here on nothing of theirs is captured, and what is still queued is refused when written
-            # (`_wanted`); the store then drops what is buffered, with every buffered turn of the bot.
-            self._opted_out.add((scope, user_id))
-            await self._settle_queue()
-        try:
-            await self.store.call(Storage.set_opt_out, scope, user_id, opted_out)
-        except Exception:
-            if opted_out:  # memory says what the database says
+        async with self._settings_changing:
+            if opted_out:
+                # From here on nothing of theirs is captured, and what is still queued is refused when written
+                # (`_wanted`); the store then drops what is buffered, with every buffered turn of the bot.
+                self._opted_out.add((scope, user_id))
+                await self._settle_queue()
+            try:
+                await self.store.call(Storage.set_opt_out, scope, user_id, opted_out)
+            except Exception:
+                if opted_out:  # memory says what the database says
+                    self._opted_out.discard((scope, user_id))
+                raise
+            if not opted_out:
                 self._opted_out.discard((scope, user_id))
-            raise
-        if not opted_out:
-            self._opted_out.discard((scope, user_id))
-        self._emit((OptedOut if opted_out else OptedIn)(scope, user_id))
+            self._emit((OptedOut if opted_out else OptedIn)(scope, user_id))
 
     # ---- guild administration ----------------------------------------------------------------------------
 
     async def update_guild(self, guild_id: str, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
-        before = self._guilds.get(guild_id)
-        if changes.get("memory_enabled") is False:
-            self._guilds[guild_id] = replace(self.guild(guild_id), memory_enabled=False)
-            await self._settle_queue()
-        try:
-            settings = await self.store.call(Storage.update_guild_settings, guild_id, **changes)
-        except Exception:
-            self._restore_guild(guild_id, before)
-            raise
-        self._guilds[guild_id] = settings
-        return settings
+        async with self._settings_changing:
+            before = self._guilds.get(guild_id)
+            if changes.get("memory_enabled") is False:
+                self._guilds[guild_id] = replace(self.guild(guild_id), memory_enabled=False)
+                await self._settle_queue()
+            try:
+                settings = await self.store.call(Storage.update_guild_settings, guild_id, **changes)
+            except Exception:
+                self._restore_guild(guild_id, before)
+                raise
+            self._guilds[guild_id] = settings
+            return settings
 
     def _restore_guild(self, guild_id: str, before: GuildSettings | None) -> None:
         """After a failed write the cache goes back to what the database still says."""
@@ -598,19 +604,20 @@ class MemoryService:
 
     async def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""
-        before = self._guilds.get(guild_id)
-        if ignored:
-            current = self.guild(guild_id)
-            self._guilds[guild_id] = replace(
-                current, ignored_channel_ids={*current.ignored_channel_ids, channel_id}
-            )
-            await self._settle_queue()
-        try:
-            await self.store.call(Storage.set_channel_ignored, guild_id, channel_id, ignored)
-        except Exception:
-            self._restore_guild(guild_id, before)
-            raise
-        self._guilds = await self.store.call(Storage.guild_settings)
+        async with self._settings_changing:
+            before = self._guilds.get(guild_id)
+            if ignored:
+                current = self.guild(guild_id)
+                self._guilds[guild_id] = replace(
+                    current, ignored_channel_ids={*current.ignored_channel_ids, channel_id}
+                )
+                await self._settle_queue()
+            try:
+                await self.store.call(Storage.set_channel_ignored, guild_id, channel_id, ignored)
+            except Exception:
+                self._restore_guild(guild_id, before)
+                raise
+            self._guilds = await self.store.call(Storage.guild_settings)
 
     async def set_persona(self, guild_id: str, channel_id: str | None, persona: str | None) -> str | None:
         """Set (or with None clear) the persona of a server or of one of its channels; returns the text
@@ -618,12 +625,13 @@ class MemoryService:
         text = clean(persona, PERSONA_MAX_CHARS) if persona is not None else None
         if text is not None and not worth_reading(text):
             raise ValueError("a persona needs some text")
-        if channel_id is None:
-            await self.store.call(Storage.update_guild_settings, guild_id, persona=text)
-        else:
-            await self.store.call(Storage.set_channel_persona, guild_id, channel_id, text)
-        self._guilds = await self.store.call(Storage.guild_settings)
-        return text
+        async with self._settings_changing:
+            if channel_id is None:
+                await self.store.call(Storage.update_guild_settings, guild_id, persona=text)
+            else:
+                await self.store.call(Storage.set_channel_persona, guild_id, channel_id, text)
+            self._guilds = await self.store.call(Storage.guild_settings)
+            return text
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)

@@ -142,3 +142,25 @@ async def test_an_opt_out_through_one_process_is_honoured_by_the_other(
     await first.update_guild("100", memory_enabled=False)
     await asyncio.sleep(0.3)
     assert not second.guild("100").memory_enabled
+
+
+async def test_a_reload_for_a_change_elsewhere_never_undoes_an_opt_out_under_way(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An opt-out is in the cache before it is in the database (queued captures are refused); another
+    process's change reloading the cache in that moment must not take it out again."""
+    first, second, _ = two_processes
+    seen_while_settling: list[bool] = []
+    settle = first._settle_queue
+
+    async def settle_while_another_process_changes_something() -> None:
+        await second.set_channel_ignored("100", "c9", True)  # moves the settings version
+        await asyncio.sleep(0.3)  # several of first's polls
+        seen_while_settling.append(first.is_opted_out(SCOPE, "alice"))
+        await settle()
+
+    monkeypatch.setattr(first, "_settle_queue", settle_while_another_process_changes_something)
+    await first.set_opt_out(SCOPE, "alice", True)
+    assert seen_while_settling == [True]
+    await asyncio.sleep(0.3)
+    assert first.is_opted_out(SCOPE, "alice") and "c9" in first.guild("100").ignored_channel_ids
