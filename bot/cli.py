@@ -34,7 +34,7 @@ from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.maintenance import Maintenance
-from bot.memory.models import Decision, Fact, NewFact, is_discord_id, valid_scope
+from bot.memory.models import Decision, Fact, NewFact, is_discord_id, positive_number, valid_scope
 from bot.memory.portable import fact_record, read_sources
 from bot.memory.ports import ModelError
 from bot.memory.recall import Audience, Participant
@@ -79,9 +79,10 @@ def _user(text: str) -> str:
 
 def _positive(text: str) -> int:
     """A count or id: 0, negatives and '١' are usage errors rather than silently clamped or accepted."""
-    if not is_discord_id(text) or not 1 <= int(text) < 2**63:  # SQLite integers are 64-bit
+    number = positive_number(text)
+    if number is None:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
+    return number
 
 
 def _name(text: str) -> str:

@@ -45,8 +45,8 @@ from bot.memory.models import (
     Decision,
     Fact,
     Origin,
-    is_discord_id,
     iso,
+    positive_number,
     utcnow,
 )
 from bot.memory.ports import ChatModel, ChatTurn, ModelError, ModelKeyRejected, ModelRefusal, ToolCall
@@ -125,8 +125,7 @@ def fact_line(fact: Fact) -> str:
 
 def fact_id_of(text: str) -> int | None:
     """The fact id in '/forget 12' or '/forget #12'; None when it is not one."""
-    text = text.strip().removeprefix("#")
-    return int(text) if is_discord_id(text) and 1 <= int(text) < 2**63 else None
+    return positive_number(text.strip().removeprefix("#"))
 
 
 class LineSource(Protocol):

@@ -22,6 +22,12 @@ def is_discord_id(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def positive_number(text: str) -> int | None:
+    """A whole number of at least 1 that fits a database integer (64-bit), such as a fact id; None for
+    anything else ('0', '-3', '١', '99999999999999999999')."""
+    return int(text) if is_discord_id(text) and 1 <= int(text) < 2**63 else None
+
+
 def valid_scope(scope: str) -> bool:
     """Whether `scope` is `dm`, `terminal` or `guild:<digits>`."""
     return scope in (DM_SCOPE, TERMINAL_SCOPE) or guild_id_of(scope) is not None
