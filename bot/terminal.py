@@ -36,7 +36,7 @@ from typing import Any, Protocol, TextIO
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, chat_persona, with_recalled
+from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, chat_persona, fit_turns, with_recalled
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
 from bot.memory.models import (
     TERMINAL_SCOPE,
@@ -384,22 +384,8 @@ class TerminalChat:
             del self.history[: -self.settings.chat_history_limit]
 
     def turns(self, room: int) -> list[ChatTurn]:
-        """The newest turns that fit in `room` characters (the newest always), starting with the
-        person's, consecutive turns of one side joined, as the Discord chat sends them."""
-        kept: list[ChatTurn] = []
-        size = 0
-        for turn in reversed(self.history):
-            if kept and size + len(turn.text) + 1 > room:
-                break
-            kept.append(turn)
-            size += len(turn.text) + 1
-        joined: list[ChatTurn] = []
-        for turn in reversed(kept):
-            if joined and joined[-1].role == turn.role:
-                joined[-1] = ChatTurn(turn.role, f"{joined[-1].text}\n{turn.text}")
-            elif joined or turn.role == "user":
-                joined.append(ChatTurn(turn.role, turn.text))
-        return joined
+        """The newest turns that fit in `room` characters, as the Discord chat sends them."""
+        return fit_turns(self.history, room)
 
     async def use_tools(self, calls: list[ToolCall], text: str) -> str:
         """Do what the person explicitly asked in words: remember now, or show what a forget would

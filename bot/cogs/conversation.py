@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import discord
 
 from bot.discord_text import speaker_name
+from bot.llm.prompts import fit_turns
 from bot.memory.ports import ChatTurn, TurnPart
 from bot.memory.text import clean, strip_background_blocks
 
@@ -36,26 +37,10 @@ def chat_turns(
         if not text and not parts:
             continue
         if me is not None and m.author.id == me.id:
-            said.append(ChatTurn("model", text))
+            said.append(ChatTurn("model", text[:room]))
         else:
-            said.append(ChatTurn("user", f"{speaker_name(m.author)}: {text}".rstrip(), parts))
-    kept: list[ChatTurn] = []
-    size = 0
-    for turn in reversed(said):  # newest first: the question itself is always kept
-        cost = len(turn.text) + sum(len(p) for p in turn.parts if isinstance(p, str)) + 1
-        if kept and size + cost > room:
-            break
-        kept.append(ChatTurn(turn.role, turn.text[:room], turn.parts))
-        size += cost
-    turns: list[ChatTurn] = []
-    for turn in reversed(kept):
-        if turns and turns[-1].role == turn.role and not turns[-1].parts and not turn.parts:
-            turns[-1] = ChatTurn(turn.role, f"{turns[-1].text}\n{turn.text}")
-        else:  # a message with attachments keeps them next to it (one Gemini content, in order)
-            turns.append(turn)
-    while turns and turns[0].role == "model":
-        turns.pop(0)
-    return turns
+            said.append(ChatTurn("user", f"{speaker_name(m.author)}: {text}".rstrip()[:room], parts))
+    return fit_turns(said, room)
 
 
 def recall_query(

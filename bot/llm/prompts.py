@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.memory.ports import ChatTool
+from bot.memory.ports import ChatTool, ChatTurn
 
 CHAT_MEMORY_PREAMBLE = (
     "The block below holds background data about the people in this conversation, gathered from what "
@@ -81,3 +81,26 @@ def with_recalled(system: str, block: str) -> str:
     """`system` with the recalled facts' block, introduced as data rather than instructions; unchanged
     when nothing was recalled."""
     return f"{system}\n\n{CHAT_MEMORY_PREAMBLE}\n{block}" if block else system
+
+
+def fit_turns(said: list[ChatTurn], room: int) -> list[ChatTurn]:
+    """The newest of `said` (oldest first) whose text fits in `room` characters (the newest always),
+    consecutive turns of one side joined unless one carries parts (images stay beside their message),
+    starting with a person's turn, as Gemini wants: what Discord and the terminal send alike."""
+    kept: list[ChatTurn] = []
+    size = 0
+    for turn in reversed(said):  # newest first: the question itself is always kept
+        cost = len(turn.text) + sum(len(p) for p in turn.parts if isinstance(p, str)) + 1
+        if kept and size + cost > room:
+            break
+        kept.append(turn)
+        size += cost
+    turns: list[ChatTurn] = []
+    for turn in reversed(kept):
+        if turns and turns[-1].role == turn.role and not turns[-1].parts and not turn.parts:
+            turns[-1] = ChatTurn(turn.role, f"{turns[-1].text}\n{turn.text}")
+        else:  # a message with attachments keeps them next to it (one Gemini content, in order)
+            turns.append(turn)
+    while turns and turns[0].role == "model":
+        turns.pop(0)
+    return turns
