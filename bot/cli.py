@@ -32,9 +32,16 @@ from bot.app import (
 )
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.maintenance import Maintenance
-from bot.memory.models import Decision, Fact, NewFact, is_discord_id, positive_number, valid_scope
+from bot.memory.models import (
+    MAX_FACT_CHARS,
+    Decision,
+    Fact,
+    NewFact,
+    is_discord_id,
+    positive_number,
+    valid_scope,
+)
 from bot.memory.portable import fact_record, read_sources
 from bot.memory.ports import ModelError
 from bot.memory.recall import Audience, Participant

@@ -51,6 +51,7 @@ from bot.memory.models import (
 )
 from bot.memory.ports import ChatModel, ChatTurn, ModelError, ModelKeyRejected, ModelRefusal, ToolCall
 from bot.memory.recall import Audience, Participant
+from bot.memory.remembering import asks_to_remember
 from bot.memory.service import MemoryService
 from bot.memory.text import MAX_NAME_CHARS, clean, looks_blank, strip_background_blocks, worth_reading
 
@@ -392,11 +393,11 @@ class TerminalChat:
         erase (nothing is forgotten before they type /forget ID)."""
         lines: list[str] = []
         for call in calls[:2]:
-            what = str(call.args.get("what") or "").strip() or text
-            if call.name == REMEMBER_TOOL.name:
-                lines.append(await self.remember(what))
+            what = str(call.args.get("what") or "").strip()
+            if call.name == REMEMBER_TOOL.name:  # from the person's own line: the model only points
+                lines.append(await self.remember(text, pointer=what, asked=asks_to_remember(text)))
             elif call.name == FORGET_TOOL.name:
-                facts = await self.memory.matching_facts(TERMINAL_SCOPE, self.user_id, what)
+                facts = await self.memory.matching_facts(TERMINAL_SCOPE, self.user_id, what or text)
                 if facts:
                     lines += [
                         "These facts of yours may match; /forget ID erases one (nothing is erased before):",
@@ -425,21 +426,23 @@ class TerminalChat:
         else:
             self.write(f"Forgot #{fact_id}, for good.")
 
-    async def remember(self, text: str) -> str:
+    async def remember(self, text: str, *, pointer: str = "", asked: bool = True) -> str:
         """Store at once what the person asked to be remembered, as /remember does in Discord."""
-        results = await self.memory.remember_now(
+        result = await self.memory.remember_now(
             TERMINAL_SCOPE,
             self.user_id,
             self.name,
             text,
             message_id=self.message(text).message_id,
             origin=Origin(self.channel_id),
+            pointer=pointer,
+            asked=asked,
         )
-        told = {fact.id for _, fact in results}
+        told = {fact.id for _, fact in result.changes}
         self._learned = [c for c in self._learned if c.fact_id not in told]  # said here, not again later
-        if not results:
-            return NOTHING_TO_REMEMBER
-        return "\n".join(describe(decision, fact, "Remembered") for decision, fact in results)
+        lines = [describe(decision, fact, "Remembered") for decision, fact in result.changes]
+        lines += [reason.told for reason in dict.fromkeys(result.refused)]
+        return "\n".join(lines) or NOTHING_TO_REMEMBER
 
     async def flush(self, *, leaving: bool = False) -> None:
         """Learn now from what is buffered, and say what was learned."""

@@ -94,13 +94,21 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
     return {"facts": facts}
 
 
+_REQUEST = re.compile(r"^.*?\b(?:remember|note) that\s+", re.I)
+
+
 def remember(payload: dict[str, Any]) -> dict[str, Any]:
     facts = []
     for sentence in _SENTENCE.findall(payload["asked_to_remember"]):
-        fact = sentence_fact(payload["person"], sentence)
+        fact = sentence_fact(payload["person"], _REQUEST.sub("", sentence.strip()))
         if fact:
             facts.append({"text": fact, "sensitive": bool(_SENSITIVE.search(fact))})
     return {"facts": facts}
+
+
+# A gullible model: an instruction anywhere in the conversation (another member's message, a file) to
+# call remember with some text is obeyed, as the attack on the remember tool needs.
+_PLANTED = re.compile(r'call remember with "([^"]+)"', re.I)
 
 
 def tool_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -108,7 +116,11 @@ def tool_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
     offered = offered_tools(body)
     match = _EXPLICIT.search(last_user_text(body))
     if match is None or match.group(1).lower() not in offered:
-        return None
+        said = "\n".join(p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", []))
+        planted = _PLANTED.search(said)
+        if planted is None or "remember" not in offered:
+            return None
+        return [{"functionCall": {"name": "remember", "args": {"what": planted.group(1)}}}]
     return [{"functionCall": {"name": match.group(1).lower(), "args": {"what": match.group(2).strip()}}}]
 
 

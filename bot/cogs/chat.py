@@ -31,6 +31,7 @@ from bot.memory.ports import (
     usage_scope,
 )
 from bot.memory.recall import Audience, Participant
+from bot.memory.remembering import asks_to_remember
 from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
@@ -454,15 +455,18 @@ class Chat(commands.Cog):
         view: discord.ui.View | None = None
         for call in calls[:2]:
             what = str(call.args.get("what") or "").strip()
-            if call.name == REMEMBER_TOOL.name:
+            if call.name == REMEMBER_TOOL.name:  # from the author's own words: the model only points
+                own = strip_mentions(message.content)
                 lines.append(
                     await telling.remember(
                         self.bot.memory,
                         user=message.author,
                         guild_id=message.guild.id if message.guild else None,
                         channel=message.channel,
-                        text=what or message.clean_content,
+                        text=own,
                         source_id=message.id,
+                        pointer=what,
+                        asked=asks_to_remember(own),
                     )
                 )
             elif call.name == FORGET_TOOL.name and view is None:

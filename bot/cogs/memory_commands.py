@@ -21,8 +21,16 @@ from bot.client import RESTARTING, MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
 from bot.discord_text import speaker_name
-from bot.memory.extract import MAX_FACT_CHARS
-from bot.memory.models import Fact, Source, guild_id_of, guild_scope, is_discord_id, iso, utcnow
+from bot.memory.models import (
+    MAX_FACT_CHARS,
+    Fact,
+    Source,
+    guild_id_of,
+    guild_scope,
+    is_discord_id,
+    iso,
+    utcnow,
+)
 from bot.memory.portable import fact_record
 from bot.memory.service import MemoryService
 
@@ -323,8 +331,8 @@ class CorrectFact(discord.ui.Modal, title="Correct a fact"):
                 fixed = await self.memory.correct_fact(
                     self.fact.scope, str(interaction.user.id), name, self.fact.id, self.text.value
                 )
-            except ValueError:
-                return Reply("A fact can't be empty; nothing was changed.")
+            except ValueError as exc:  # empty, or longer than a fact may be
+                return Reply(f"{str(exc).capitalize()}; nothing was changed.")
             if fixed is None:
                 return Reply(f"Fact #{self.fact.id} is no longer one of yours here; nothing was changed.")
             return Reply(f"Corrected #{fixed.id}: {fixed.text}")

@@ -20,7 +20,7 @@ from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.memory_commands import ConfirmView, OwnerOnlyView, forgot_text
 from bot.discord_text import speaker_name
-from bot.memory.models import Decision, Fact, Origin, guild_scope
+from bot.memory.models import MAX_FACT_CHARS, Decision, Fact, Origin, guild_scope
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -78,26 +78,39 @@ async def remember(
     channel: Any,
     text: str,
     source_id: int,
+    pointer: str = "",
+    asked: bool = True,
 ) -> str:
-    """Store what `user` asked to be remembered and say what became of it (ids included)."""
+    """Store what `user` asked to be remembered and say what became of it (ids included).
+
+    `text` is their own words only; `pointer` and `asked` as in `MemoryService.remember_now`.
+    """
     refused = refusal(memory, user.id, guild_id, channel)
     if refused is not None:
         return refused
     name = speaker_name(user)
-    results = await memory.remember_now(
-        guild_scope(guild_id), str(user.id), name, text, message_id=str(source_id), origin=origin_of(channel)
+    result = await memory.remember_now(
+        guild_scope(guild_id),
+        str(user.id),
+        name,
+        text,
+        message_id=str(source_id),
+        origin=origin_of(channel),
+        pointer=pointer,
+        asked=asked,
     )
-    if not results:
-        return NOTHING_TO_REMEMBER
     lines = []
-    for decision, fact in results:
+    for decision, fact in result.changes:
         if decision is Decision.DUPLICATE:
             lines.append(f"I already knew that: {fact_mention(fact)}")
         elif decision in (Decision.MERGE, Decision.INVALIDATE):
             lines.append(f"Updated what I knew: {fact_mention(fact)}")
         else:
             lines.append(f"I'll remember that: {fact_mention(fact)}")
-    return "\n".join(lines) + "\nSee everything with /facts."
+    lines += [reason.told for reason in dict.fromkeys(result.refused)]
+    if not lines:
+        return NOTHING_TO_REMEMBER
+    return "\n".join(lines) + ("\nSee everything with /facts." if result.changes else "")
 
 
 def facts_list(facts: list[Fact]) -> str:
@@ -162,7 +175,7 @@ class Telling(commands.Cog, name="telling"):
     @app_commands.command(name="remember", description="Tell me something about you to remember now")
     @app_commands.describe(text="What to remember about you, e.g. I'm vegetarian")
     async def remember(
-        self, interaction: discord.Interaction, text: app_commands.Range[str, 1, 1000]
+        self, interaction: discord.Interaction, text: app_commands.Range[str, 1, MAX_FACT_CHARS]
     ) -> None:
         async def store() -> Reply:
             return Reply(

@@ -16,9 +16,8 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
-from bot.memory.extract import MAX_FACT_CHARS
 from bot.memory.leases import Leases, person_key
-from bot.memory.models import AppliedChange, Decision, Fact, NewFact, Operation
+from bot.memory.models import MAX_FACT_CHARS, AppliedChange, Decision, Fact, NewFact, Operation
 from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
@@ -293,9 +292,13 @@ class Consolidator:
                 reason=f"{decision.value.lower()} that loses a change",
             )
         if decision is Decision.MERGE:
-            merged = clean(d.merged_text or "", MAX_FACT_CHARS)
+            merged = clean(d.merged_text or "", len(d.merged_text or ""))
             if not worth_reading(merged):
                 return Operation(Decision.KEEP, p.fact, reason="merge without text")
+            if len(merged) > MAX_FACT_CHARS:  # never cut: both statements stay whole, side by side
+                return Operation(
+                    Decision.KEEP, p.fact, reason=f"merged text over {MAX_FACT_CHARS} characters"
+                )
             verdict = merge_verdict(target.text, p.fact.text, merged, p.fact.user_name)
             if verdict is not Decision.MERGE:
                 log.info("a merge into fact %d %s; applying %s", target.id, MERGE_FAULTS[verdict], verdict)

@@ -4,7 +4,7 @@ The model proposes; this module disposes: a fact is accepted only for a human wh
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that
 one person's words can never become another person's memory. Sensitive facts (health, beliefs,
 finances, contact data ...) are never kept from ordinary chat: only when their owner asks
-(`remembered_facts`).
+(`remembering.py`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from bot.memory.models import BufferedMessage, NewFact, Origin, utcnow
+from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewFact, utcnow
 from bot.memory.ports import JsonModel, Purpose
 from bot.memory.prompts import (
     EXTRACT_SYSTEM,
-    REMEMBER_SYSTEM,
     ExtractionResult,
-    RememberResult,
     extraction_prompt,
-    remember_prompt,
 )
 from bot.memory.text import (
     clean,
@@ -36,7 +33,6 @@ from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
 
-MAX_FACT_CHARS = 500
 # A chunk is at most 50 messages by default; an answer with thousands of facts is a model run away, and
 # everything after extraction (embedding, de-duplication, candidates) grows with the number of facts.
 MAX_FACTS_PER_SPEAKER = 40
@@ -226,7 +222,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         if user_id is None:
             log.info("refused an extracted fact about %r: not a human speaker of this chunk", item.speaker)
             continue
-        text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
+        text = clean(strip_background_blocks(item.text), len(item.text))
         if not worth_reading(text):
             continue
         if text.rstrip().endswith("?"):  # a copied question ("should I get a tattoo?") states nothing
@@ -250,6 +246,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             # A line copied in the first person is about whoever wrote that line.
             user_id = copied
         text = third_person(text, humans[user_id])
+        if len(text) > MAX_FACT_CHARS:  # never cut: a statement that long is no single fact
+            log.info("refused an extracted fact for %r: over %d characters", user_id, MAX_FACT_CHARS)
+            continue
         if not _about_owner(text, (view.handles[user_id], humans[user_id])):
             log.info("refused an extracted fact for %r: it neither names them nor speaks as them", user_id)
             continue
@@ -297,39 +296,3 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             ", ".join(f"{humans[uid]}: {count}" for uid, count in dropped.items()),
         )
     return accepted
-
-
-async def remembered_facts(
-    llm: JsonModel,
-    *,
-    scope: str,
-    user_id: str,
-    name: str,
-    text: str,
-    message_id: str,
-    origin: Origin,
-) -> list[NewFact]:
-    """What a person explicitly asked to be remembered about themselves, as facts of theirs.
-
-    Sensitive facts are kept here (they asked) and marked, so recall uses them only with their owner.
-    """
-    request = clean(strip_background_blocks(text))
-    if not worth_reading(request):
-        return []
-    result = await llm.generate_json(
-        Purpose.EXTRACT, system=REMEMBER_SYSTEM, prompt=remember_prompt(name, request), schema=RememberResult
-    )
-    facts: dict[str, NewFact] = {}
-    for item in result.facts:
-        fact_text = clean(strip_background_blocks(item.text), MAX_FACT_CHARS)
-        if worth_reading(fact_text) and fact_text.casefold() not in facts:
-            facts[fact_text.casefold()] = NewFact(
-                scope=scope,
-                user_id=user_id,
-                user_name=name,
-                text=fact_text,
-                source_message_ids=[message_id],
-                origins={message_id: origin},
-                sensitive=item.sensitive,
-            )
-    return list(facts.values())

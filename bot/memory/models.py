@@ -10,6 +10,8 @@ DM_SCOPE = "dm"
 # `python -m bot chat`: a scope of its own, which Discord can never produce (`guild_scope` gives only
 # guild:<id> and dm), so terminal facts never reach Discord and Discord's never reach the terminal.
 TERMINAL_SCOPE = "terminal"
+# A fact is one statement: what is longer is refused whole (never cut), wherever it comes from.
+MAX_FACT_CHARS = 500
 
 
 def guild_scope(guild_id: int | str | None) -> str:

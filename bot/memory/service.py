@@ -18,7 +18,7 @@ from typing import Any
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.extract import MAX_FACT_CHARS, extract_facts, remembered_facts
+from bot.memory.extract import extract_facts
 from bot.memory.leases import Leases, channel_key
 from bot.memory.lookup import (
     SEARCH_LIMIT,
@@ -32,6 +32,7 @@ from bot.memory.lookup import (
 )
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
+    MAX_FACT_CHARS,
     AppliedChange,
     BufferedMessage,
     Decision,
@@ -57,6 +58,7 @@ from bot.memory.ports import (
     usage_scope,
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
+from bot.memory.remembering import Refusal, remembered_facts
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,15 @@ SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to
 
 
 Listener = Callable[[MemoryEvent], None]
+
+
+@dataclass
+class Remembered:
+    """What became of a request to remember: each fact stored, updated or already known, and why
+    anything the model proposed was refused."""
+
+    changes: list[tuple[Decision, Fact]] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
 
 
 @dataclass
@@ -454,27 +465,48 @@ class MemoryService:
     # ---- people's control ------------------------------------------------------------------------------
 
     async def remember_now(
-        self, scope: str, user_id: str, name: str, text: str, *, message_id: str, origin: Origin
-    ) -> list[tuple[Decision, Fact]]:
+        self,
+        scope: str,
+        user_id: str,
+        name: str,
+        text: str,
+        *,
+        message_id: str,
+        origin: Origin,
+        pointer: str = "",
+        asked: bool = True,
+    ) -> Remembered:
         """Store at once what a person asked to be remembered about themselves, consolidated against
-        what is known of them; returns what became of it (the fact stored, updated or already known).
+        what is known of them; returns what became of it (the fact stored, updated or already known) and
+        what was refused.
 
-        Nothing is stored for a person who opted out here (the caller says so first).
+        `text` is the person's own words (never another member's, an attachment's or the model's);
+        `pointer` the model's hint at which part of it, `asked` whether it asks in so many words
+        (`remembering` says why that matters). Nothing is stored for a person who opted out here (the
+        caller says so first).
         """
-        facts = await remembered_facts(
-            self.llm, scope=scope, user_id=user_id, name=name, text=text, message_id=message_id, origin=origin
+        proposal = await remembered_facts(
+            self.llm,
+            scope=scope,
+            user_id=user_id,
+            name=name,
+            text=text,
+            message_id=message_id,
+            origin=origin,
+            pointer=pointer,
+            asked=asked,
         )
-        if not facts:
-            return []
-        changes = await self.consolidator.run(facts, user_names={(scope, user_id): name})
+        remembered = Remembered(refused=proposal.refused)
+        if not proposal.facts:
+            return remembered
+        changes = await self.consolidator.run(proposal.facts, user_names={(scope, user_id): name})
         if changes:
             self._emit(Learned(scope, changes, 1))
-        out: list[tuple[Decision, Fact]] = []
         for change in changes:
             fact = await self.store.call(Storage.get_fact, change.fact_id) if change.fact_id else None
             if fact is not None:
-                out.append((change.decision, fact))
-        return out
+                remembered.changes.append((change.decision, fact))
+        return remembered
 
     async def matching_facts(self, scope: str, user_id: str, description: str, limit: int = 5) -> list[Fact]:
         """A person's own active facts that match a description ("that I live in Oslo"), best first."""
@@ -499,9 +531,11 @@ class MemoryService:
         The new text is re-embedded, and classified again: a correction is the person's own explicit
         statement, so a sensitive one is kept, marked. None when the fact is not theirs or not active.
         """
-        text = clean(text, MAX_FACT_CHARS)
+        text = clean(text, len(text))
         if not worth_reading(text):
             raise ValueError("the corrected fact is empty")
+        if len(text) > MAX_FACT_CHARS:  # refused whole, never cut
+            raise ValueError(f"a fact has at most {MAX_FACT_CHARS} characters; this one has {len(text)}")
         owned = await self.store.call(Storage.get_fact, fact_id)
         if (
             owned is None
@@ -512,7 +546,7 @@ class MemoryService:
         classified = await remembered_facts(
             self.llm, scope=scope, user_id=user_id, name=name, text=text, message_id="", origin=Origin("")
         )
-        sensitive = any(f.sensitive for f in classified) if classified else owned.sensitive
+        sensitive = any(f.sensitive for f in classified.facts) if classified.facts else owned.sensitive
         [vector] = await self.embedder.embed([text], "document")
         return await self.store.call(Storage.correct_fact, scope, user_id, fact_id, text, vector, sensitive)
 

@@ -25,7 +25,16 @@ def clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """Text safe to store and to show a model: no NUL/control or zero-width characters, bounded length."""
     text = _NOT_XML.sub("", text)
     text = _ZERO_WIDTH.sub("", text)
-    return text.strip()[:limit]
+    return cut(text.strip(), limit)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut after its last whole word that fits (a single word
+    longer than half the limit is cut where it must be)."""
+    if len(text) <= limit:
+        return text
+    space = max(text.rfind(" ", 0, limit + 1), text.rfind("\n", 0, limit + 1))
+    return (text[:space] if space > limit // 2 else text[:limit]).rstrip()
 
 
 def looks_blank(text: str) -> bool:
@@ -97,6 +106,17 @@ def stem(word: str) -> str:
 def folded_words(text: str) -> set[str]:
     """The words of a text, folded: what the engine's word checks compare."""
     return set(_WORDS.findall(fold(text)))
+
+
+def stems(text: str, *, every_word: bool = False) -> set[str]:
+    """The informative words of a text (numbers included; `every_word`: stop words and short words too)
+    as crude stems cut to five letters, so that "I live in Oslo" and "Ana lives in Oslo" share every
+    word but the name."""
+    words = _WORDS.findall(fold(text))
+    if not every_word:
+        words = [w for w in words if (len(w) >= 3 or w.isdigit()) and w not in STOPWORDS]
+    # Stemmed twice, so that "plays" -> "play" -> "pla" meets "play" -> "pla".
+    return {stem(stem(w))[:5] for w in words}
 
 
 def content_words(text: str) -> set[str]:

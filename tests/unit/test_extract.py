@@ -150,3 +150,15 @@ def test_third_person_rewrites_english_first_person_subjects_only() -> None:
         "big news: I moved": "big news: I moved",
     }
     assert {text: third_person(text, "Ana") for text in cases} == cases
+
+
+def test_a_fact_longer_than_a_fact_may_be_is_refused_whole_never_cut() -> None:
+    alice, bob, _ = list(PEOPLE)
+    long_line = "I really " + "really " * 80 + "like the oboe"
+    chunk = [message(1, alice, long_line), message(2, bob, "I teach chemistry")]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        {"speaker": "alice", "text": long_line, "sources": ["m1"]},
+        {"speaker": "bob", "text": "bob teaches chemistry", "sources": ["m2"]},
+    )
+    assert [f.text for f in accept_facts(result, chunk, view)] == ["bob teaches chemistry"]
