@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 REVIEW_TIMEOUT_SECONDS = 600.0
 OPTED_OUT = "You're opted out here, so I don't remember things about you. /memory optin turns that back on."
 MEMORY_OFF = "Memory is switched off in this server, so I can't remember anything here."
-IGNORED = "This channel is ignored, so I don't remember what's said here."
+IGNORED = (
+    "An admin set \"I won't remember messages in <#{channel}>\" (/memory-admin ignore), so I don't "
+    "remember anything said here, this included."
+)
 NOTHING_TO_REMEMBER = (
     "I couldn't find anything about you in that to remember (I only keep what people tell me about "
     "themselves)."
@@ -55,11 +58,14 @@ def refusal(memory: MemoryService, user_id: int, guild_id: int | None, channel: 
     if memory.is_opted_out(guild_scope(guild_id), str(user_id)):
         return OPTED_OUT
     if guild_id is not None:
-        if not memory.guild(str(guild_id)).memory_enabled:
+        settings = memory.guild(str(guild_id))
+        if not settings.memory_enabled:
             return MEMORY_OFF
-        channels = (channel.id, getattr(channel, "parent_id", None))
-        if not memory.channel_captured(str(guild_id), tuple(c for c in channels if c is not None)):
-            return IGNORED
+        ignored = settings.ignored_channel_ids
+        channels = [str(c) for c in (channel.id, getattr(channel, "parent_id", None)) if c is not None]
+        for channel_id in channels:  # the channel itself, or the channel of its thread
+            if channel_id in ignored:
+                return IGNORED.format(channel=channel_id)
     return None
 
 

@@ -421,3 +421,20 @@ async def test_remember_refuses_a_fact_too_long_to_keep_whole_and_never_cuts_one
         assert await w.facts(scope, w.carol) == []
         [command] = [c for c in w.discord.synced_commands[None] if c["name"] == "remember"]
         assert command["options"][0]["max_length"] == 500  # Discord tells people the limit as they type
+
+
+async def test_an_admins_ignore_holds_against_remember_in_words_and_by_command(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        random = w.alpha.channels["random"]
+        await w.bot.memory.set_channel_ignored(str(w.alpha.id), str(random), True)
+        inter = await w.discord.invoke_command(
+            w.carol, "remember", channel_id=random, options={"text": "I play the oboe"}
+        )
+        said = (await inter.wait_response())["data"]["content"]
+        assert said.startswith(f'An admin set "I won\'t remember messages in <#{random}>"')
+        asked = await w.discord.send_message(
+            random, w.carol, "remember that I play the flute", mention_bot=True
+        )
+        assert "/memory-admin ignore" in (await bot_reply_to(w, random, asked))["content"]
+        assert await w.facts(scope, w.carol) == []
