@@ -372,6 +372,14 @@ async def check_online(settings: Settings) -> dict[str, dict[str, Any]]:
     return verdicts
 
 
+# The application flags saying a privileged intent is on: the full flag (a verified bot) or the
+# "limited" one (an unverified bot in fewer than 100 servers), as Discord documents them.
+PRIVILEGED_INTENTS = {
+    "MESSAGE CONTENT INTENT": 1 << 18 | 1 << 19,
+    "SERVER MEMBERS INTENT": 1 << 14 | 1 << 15,
+}
+
+
 async def _check_discord(settings: Settings) -> dict[str, Any]:
     """Log in over REST only (GET /users/@me), as the bot's start does before it connects."""
     import aiohttp
@@ -384,6 +392,7 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
     http = discord.http.HTTPClient(asyncio.get_running_loop())
     try:
         me = await http.static_login(settings.discord_token)
+        application = await http.application_info()
     except discord.LoginFailure:
         return {"ok": False, "error": TOKEN_REJECTED}
     except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
@@ -391,7 +400,18 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
         return {"ok": False, "error": f"cannot reach Discord ({where}): {first_line(exc)}"}
     finally:
         await http.close()
-    return {"ok": True, "detail": f"logged in as {me.get('username', '?')}"}
+    flags = int(application.get("flags") or 0)
+    missing = [name for name, bits in PRIVILEGED_INTENTS.items() if not flags & bits]
+    if missing:
+        return {
+            "ok": False,
+            "error": (
+                f"Discord: the bot cannot run without {' and '.join(missing)}: switch "
+                f"{'them' if len(missing) > 1 else 'it'} on in the Developer Portal (your application, "
+                "Bot, Privileged Gateway Intents)"
+            ),
+        }
+    return {"ok": True, "detail": f"logged in as {me.get('username', '?')}; intents on"}
 
 
 async def _check_gemini(settings: Settings) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from bot.storage import Store
 from bot.storage.locations import open_storage
 from bot.storage.postgres.schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from standins.discord import DiscordStandIn
+from standins.discord.model import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT
 from standins.gemini import GeminiStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -395,6 +396,29 @@ async def test_check_online_says_which_secret_is_wrong_in_one_line_each(tmp_path
         errors = [line for line in err.splitlines() if line.startswith("error:")]
         assert code == 1 and len(errors) == 1 and "GEMINI_API_KEY" in errors[0]
         assert "Discord: OK" in out
+
+
+@pytest.mark.parametrize(
+    ("refused", "named"),
+    [
+        (INTENT_MESSAGE_CONTENT, ["MESSAGE CONTENT INTENT"]),
+        (INTENT_GUILD_MEMBERS, ["SERVER MEMBERS INTENT"]),
+        (INTENT_MESSAGE_CONTENT | INTENT_GUILD_MEMBERS, ["MESSAGE CONTENT INTENT", "SERVER MEMBERS INTENT"]),
+    ],
+)
+async def test_check_online_names_a_privileged_intent_switched_off(
+    tmp_path: Path, refused: int, named: list[str]
+) -> None:
+    async with DiscordStandIn(token="right-discord-token", refuse_privileged_intents=refused) as standin:
+        env = clean_env(
+            DISCORD_TOKEN="right-discord-token",
+            DISCORD_API_BASE_URL=standin.api_base,
+            DATABASE_PATH=str(tmp_path / "memory.sqlite3"),
+        )
+        code, out, err = await run_cli("check", "--online", env=env, cwd=tmp_path)
+    [error] = [line for line in err.splitlines() if line.startswith("error: Discord")]
+    assert code == 1 and "Discord: OK" not in out
+    assert all(name in error for name in named) and "Privileged Gateway Intents" in error
 
 
 async def test_check_fails_on_a_damaged_database(tmp_path: Path) -> None:
