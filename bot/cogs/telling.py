@@ -135,11 +135,16 @@ class ForgetRequest(OwnerOnlyView):
         self.message: discord.Message | None = None
 
     async def on_timeout(self) -> None:
+        await self.retire()
+
+    async def retire(self) -> None:
+        """Take the button off the reply: it expired, or the review it opens is done."""
+        self.stop()
         if self.message is not None:
             try:
                 await self.message.edit(view=None)
             except discord.HTTPException as exc:
-                log.debug("could not remove an expired forget button: %s", exc)
+                log.debug("could not remove a forget button: %s", exc)
 
     @discord.ui.button(
         label="Review privately", style=discord.ButtonStyle.secondary, custom_id="forgetwords:review"
@@ -149,6 +154,7 @@ class ForgetRequest(OwnerOnlyView):
 
         async def forget_them() -> str:
             count = await self.memory.forget(self.scope, str(self.owner_id), ids, actor=str(self.owner_id))
+            await self.retire()  # confirmed: nothing is left to review
             return forgot_text(count) if count else "Those facts were already gone."
 
         view = ConfirmView(interaction, forget_them, confirm_label="Forget")

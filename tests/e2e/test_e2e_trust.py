@@ -206,6 +206,12 @@ async def test_forget_in_words_asks_privately_and_forgets_only_after_confirming(
         await confirm.wait_response()
         assert [f.text for f in await w.facts(scope, w.bob)] == ["bob likes chess"]
 
+        # The review is done: the button is gone from the reply.
+        async def button_gone() -> bool:
+            return not (w.discord.get_message(int(reply["id"])) or {}).get("components")
+
+        await eventually(button_gone, what="the review button taken off")
+
         nothing = await w.discord.send_message(w.general, w.bob, "forget that I own a boat", mention_bot=True)
         # Facts that do not match are not offered: the reply points to /facts and /forget.
         answer = await bot_reply_to(w, w.general, nothing)
