@@ -40,6 +40,17 @@ def test_a_claim_is_exclusive_renewable_and_lapses(store: Any) -> None:
     assert store.claim(["channel:3"], "p2", 60)
 
 
+def test_a_lease_of_an_owner_known_dead_is_taken_at_once_and_only_from_that_owner(store: Any) -> None:
+    assert store.claim(["channel:1", "person:a"], "dead", 3600)
+    assert store.claim(["channel:2"], "alive", 3600)
+    assert store.lease_holders(["channel:2", "person:a", "channel:9", "channel:1"]) == ["alive", "dead"]
+    assert not store.claim(["channel:1", "channel:2"], "p3", 60, ["dead"])  # all or nothing still
+    assert store.claim(["channel:1"], "p3", 60, ["dead"])
+    assert not store.claim(["channel:1"], "p4", 60, ["dead"])  # the taker holds it now, not the dead
+    assert store.lease_holders(["channel:1", "person:a"]) == ["dead", "p3"]
+    assert store.lease_holders([]) == []
+
+
 def test_every_settings_change_moves_the_version(store: Any) -> None:
     seen = [store.settings_version()]
     store.set_opt_out(SCOPE, "alice", True)
