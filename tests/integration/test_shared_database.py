@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +18,14 @@ import pytest
 from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.leases import Leases, channel_key, person_key
-from bot.memory.ports import Purpose
+from bot.memory.ports import Purpose, Storage
 from bot.memory.service import MemoryService
+from bot.processes import process_holder
 from bot.storage import AsyncStore
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 from tests.integration.test_capture import echo_extractor
 from tests.integration.test_pipeline import SCOPE, msg
+from tests.unit.test_processes import exited_holder
 
 
 def test_a_claim_is_exclusive_renewable_and_lapses(store: Any) -> None:
@@ -140,6 +143,40 @@ async def test_consolidation_waits_for_a_person_another_process_holds(
     assert not flush.done()  # waiting for alice, not writing beside the other process
     await other.release([person_key(SCOPE, "alice")])
     assert await asyncio.wait_for(flush, 5) == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc only")
+async def test_leases_of_a_dead_process_of_this_host_are_taken_at_once_and_others_waited_for(
+    settings: Settings,
+) -> None:
+    """A crashed process restarted on its host resumes its work at once; a holder on another host
+    cannot be checked and keeps its lease until the deadline."""
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
+    try:
+        leases = Leases(store, seconds=60, holder=process_holder())
+        dead = exited_holder()
+        place, pid, start, nonce = dead.rsplit("/", 3)
+        _, mine, my_start, _ = leases.owner.rsplit("/", 3)
+        holders = {
+            "dead": dead,
+            "pid-reused": f"{place}/{mine}/{int(my_start) + 1}/{nonce}",  # a live pid, another start
+            "elsewhere": f"another-host {place.split(' ', 1)[1]}/{pid}/{start}/{nonce}",
+            "alive": process_holder().name,  # another service of this very process
+        }
+        for key, holder in holders.items():
+            assert await store.call(Storage.claim, [key], holder, 3600)
+        assert await store.call(Storage.claim, ["person:x", "person:y"], dead, 3600)
+        assert await leases.try_claim(["dead"]) and await leases.try_claim(["pid-reused"])
+        assert not await leases.try_claim(["elsewhere"]) and not await leases.try_claim(["alive"])
+        assert await store.call(Storage.lease_holders, ["dead", "pid-reused"]) == [leases.owner]
+        assert not await leases.try_claim(["elsewhere", "person:x"])  # all or nothing, as ever
+        async with asyncio.timeout(1):  # consolidation's wait ends at once too, not in an hour
+            async with leases.holding(["person:x", "person:y"]):
+                pass
+    finally:
+        await store.close()
 
 
 async def test_an_opt_out_through_one_process_is_honoured_by_the_other(
