@@ -17,6 +17,7 @@ from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ModelError
 from bot.memory.service import MemoryService
+from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError
 from bot.storage.locations import backend_for
 from bot.storage.migration import MigrationReport, copy_database
@@ -66,7 +67,9 @@ async def open_memory(settings: Settings, gemini: GeminiClient | None = None) ->
     not started yet."""
     store = await open_store(settings)
     gemini = gemini or GeminiClient.from_settings(settings)
-    return MemoryService(store, gemini, gemini, memory_policy(settings), usage=gemini.usage.snapshot)
+    return MemoryService(
+        store, gemini, gemini, memory_policy(settings), usage=gemini.usage.snapshot, holder=process_holder()
+    )
 
 
 async def open_maintenance(settings: Settings, *, embedder: GeminiClient | None = None) -> Maintenance:

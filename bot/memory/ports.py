@@ -319,9 +319,14 @@ class Storage(Protocol):
 
     # ---- several processes on one database --------------------------------------------------------------
 
-    def claim(self, keys: Sequence[str], owner: str, seconds: float) -> bool:
+    def claim(self, keys: Sequence[str], owner: str, seconds: float, dead_owners: Sequence[str] = ()) -> bool:
         """Lease every key to `owner` for `seconds` (renewing its own), or none of them if another live
-        owner holds one; a dead owner's lease lapses at its deadline."""
+        owner holds one; a dead owner's lease lapses at its deadline, or at once if it is in
+        `dead_owners` (holders the caller knows have died)."""
+        ...
+
+    def lease_holders(self, keys: Sequence[str]) -> list[str]:
+        """The owners of the leases on these keys that have not lapsed (for the caller to judge)."""
         ...
 
     def release(self, keys: Sequence[str], owner: str) -> None:

@@ -19,7 +19,7 @@ from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import extract_facts
-from bot.memory.leases import Leases, channel_key
+from bot.memory.leases import Holder, Leases, channel_key
 from bot.memory.lookup import (
     SEARCH_LIMIT,
     LookupRequest,
@@ -98,13 +98,16 @@ class MemoryService:
         policy: MemoryPolicy,
         *,
         usage: Callable[[str | None], dict[str, Any]] | None = None,
+        holder: Holder | None = None,
     ) -> None:
+        """`holder`: this process's name in the leases and its check for dead holders (by default a
+        random name, and every other holder's lease is waited for until its deadline)."""
         self.store = store
         self.llm = llm
         self.embedder = embedder
         self.policy = policy
         self._usage = usage or (lambda scope: {})
-        self.leases = Leases(store, policy.flush.claim_seconds)
+        self.leases = Leases(store, policy.flush.claim_seconds, holder)
         self.consolidator = Consolidator(
             store,
             llm,

@@ -64,6 +64,14 @@ def extractions_of(gemini: GeminiStandIn, text: str) -> int:
     return sum(1 for r in gemini.of_kind("generate") if EXTRACT_TASK in str(r.json) and text in str(r.json))
 
 
+def lease_holders(where: Path | str, key: str) -> list[str]:
+    store = opened(where)
+    try:
+        return store.lease_holders([key])
+    finally:
+        store.close()
+
+
 def holds(condition: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return condition()
@@ -85,6 +93,22 @@ async def ready(env: dict[str, str], tmp_path: Path) -> BotProcess:
     bot = await start_bot(env, tmp_path)
     await bot.wait_line("ready as")
     return bot
+
+
+async def kill_while_learning(
+    bot: BotProcess,
+    gemini: GeminiStandIn,
+    discord_standin: DiscordStandIn,
+    guild: Guild,
+    author: dict[str, Any],
+    text: str,
+) -> None:
+    """Say `text` in the guild's general channel and SIGKILL `bot` while Gemini reads it for memory."""
+    gemini.hang_next(kind="generate")
+    await discord_standin.send_message(guild.channels["general"], author, text)
+    await eventually(holds(lambda: extractions_of(gemini, text) == 1), 20, what="the flush under way")
+    bot.proc.kill()
+    await bot.proc.wait()
 
 
 async def stop(*bots: BotProcess) -> None:
@@ -123,14 +147,8 @@ async def test_two_shard_processes_learn_each_message_once_and_a_killed_one_lose
         assert extractions_of(gemini, "I play the cello") == 1
 
         # The shard-1 process dies while Gemini is reading its channel: the message stays buffered,
-        # and the process that runs shard 1 next learns it, once, when the dead one's lease lapses.
-        gemini.hang_next(kind="generate")
-        await discord_standin.send_message(one.channels["general"], bob, "I work as a ferry pilot")
-        await eventually(
-            holds(lambda: extractions_of(gemini, "ferry pilot") == 1), 20, what="the flush under way"
-        )
-        second.proc.kill()
-        await second.proc.wait()
+        # and the process that runs shard 1 next learns it, once (the dead one's lease goes with it).
+        await kill_while_learning(second, gemini, discord_standin, one, bob, "I work as a ferry pilot")
         assert [m.content for m in pending(where(database, tmp_path), one)] == ["I work as a ferry pilot"]
         again = await ready({**env, "SHARD_IDS": "1"}, tmp_path)
         await eventually(
@@ -144,6 +162,42 @@ async def test_two_shard_processes_learn_each_message_once_and_a_killed_one_lose
         ]
         assert pending(where(database, tmp_path), one) == []
         await stop(first, again)
+
+
+async def test_a_restart_learns_at_once_what_its_killed_predecessor_was_learning(
+    tmp_path: Path, database: Path | str
+) -> None:
+    """Killed (SIGKILL) while Gemini reads its channel, a bot leaves the channel's lease behind, for an
+    hour here; restarted on the same host, it sees the lease's holder is dead and learns at once."""
+    async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
+        gemini.generate_handler = FakeBrain()
+        guild = discord_standin.add_guild("Alpha")
+        bob = discord_standin.add_user("bob")
+        env = bot_env(
+            discord_standin,
+            gemini,
+            tmp_path,
+            where(database, tmp_path),
+            **{**QUICK, "MEMORY_FLUSH_CLAIM_SECONDS": "3600"},
+        )
+        killed = await ready(env, tmp_path)
+        await kill_while_learning(killed, gemini, discord_standin, guild, bob, "I work as a ferry pilot")
+        assert [m.content for m in pending(where(database, tmp_path), guild)] == ["I work as a ferry pilot"]
+        [holder] = lease_holders(where(database, tmp_path), f"channel:{guild.channels['general']}")
+        assert holder.split("/")[-3] == str(killed.proc.pid)  # the lease outlived its process
+
+        again = await ready(env, tmp_path)
+        await eventually(
+            holds(lambda: len(facts(where(database, tmp_path), guild, bob)) == 1),
+            5,  # not the lease's hour
+            what="the fact after the restart",
+        )
+        assert [f.text for f in facts(where(database, tmp_path), guild, bob)] == [
+            "bob works as a ferry pilot"
+        ]
+        assert pending(where(database, tmp_path), guild) == []
+        assert extractions_of(gemini, "ferry pilot") == 2
+        await stop(again)
 
 
 async def test_two_processes_on_one_shard_learn_once_and_share_an_opt_out(

@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +18,14 @@ import pytest
 from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.leases import Leases, channel_key, person_key
-from bot.memory.ports import Purpose
+from bot.memory.ports import Purpose, Storage
 from bot.memory.service import MemoryService
+from bot.processes import process_holder
 from bot.storage import AsyncStore
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 from tests.integration.test_capture import echo_extractor
 from tests.integration.test_pipeline import SCOPE, msg
+from tests.unit.test_processes import exited_holder
 
 
 def test_a_claim_is_exclusive_renewable_and_lapses(store: Any) -> None:
@@ -38,6 +41,17 @@ def test_a_claim_is_exclusive_renewable_and_lapses(store: Any) -> None:
     assert store.claim(["channel:3"], "p1", 0.05)
     time.sleep(0.1)  # a dead owner's lease lapses at its deadline
     assert store.claim(["channel:3"], "p2", 60)
+
+
+def test_a_lease_of_an_owner_known_dead_is_taken_at_once_and_only_from_that_owner(store: Any) -> None:
+    assert store.claim(["channel:1", "person:a"], "dead", 3600)
+    assert store.claim(["channel:2"], "alive", 3600)
+    assert store.lease_holders(["channel:2", "person:a", "channel:9", "channel:1"]) == ["alive", "dead"]
+    assert not store.claim(["channel:1", "channel:2"], "p3", 60, ["dead"])  # all or nothing still
+    assert store.claim(["channel:1"], "p3", 60, ["dead"])
+    assert not store.claim(["channel:1"], "p4", 60, ["dead"])  # the taker holds it now, not the dead
+    assert store.lease_holders(["channel:1", "person:a"]) == ["dead", "p3"]
+    assert store.lease_holders([]) == []
 
 
 def test_every_settings_change_moves_the_version(store: Any) -> None:
@@ -129,6 +143,40 @@ async def test_consolidation_waits_for_a_person_another_process_holds(
     assert not flush.done()  # waiting for alice, not writing beside the other process
     await other.release([person_key(SCOPE, "alice")])
     assert await asyncio.wait_for(flush, 5) == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux's /proc only")
+async def test_leases_of_a_dead_process_of_this_host_are_taken_at_once_and_others_waited_for(
+    settings: Settings,
+) -> None:
+    """A crashed process restarted on its host resumes its work at once; a holder on another host
+    cannot be checked and keeps its lease until the deadline."""
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
+    try:
+        leases = Leases(store, seconds=60, holder=process_holder())
+        dead = exited_holder()
+        place, pid, start, nonce = dead.rsplit("/", 3)
+        _, mine, my_start, _ = leases.owner.rsplit("/", 3)
+        holders = {
+            "dead": dead,
+            "pid-reused": f"{place}/{mine}/{int(my_start) + 1}/{nonce}",  # a live pid, another start
+            "elsewhere": f"another-host {place.split(' ', 1)[1]}/{pid}/{start}/{nonce}",
+            "alive": process_holder().name,  # another service of this very process
+        }
+        for key, holder in holders.items():
+            assert await store.call(Storage.claim, [key], holder, 3600)
+        assert await store.call(Storage.claim, ["person:x", "person:y"], dead, 3600)
+        assert await leases.try_claim(["dead"]) and await leases.try_claim(["pid-reused"])
+        assert not await leases.try_claim(["elsewhere"]) and not await leases.try_claim(["alive"])
+        assert await store.call(Storage.lease_holders, ["dead", "pid-reused"]) == [leases.owner]
+        assert not await leases.try_claim(["elsewhere", "person:x"])  # all or nothing, as ever
+        async with asyncio.timeout(1):  # consolidation's wait ends at once too, not in an hour
+            async with leases.holding(["person:x", "person:y"]):
+                pass
+    finally:
+        await store.close()
 
 
 async def test_an_opt_out_through_one_process_is_honoured_by_the_other(
