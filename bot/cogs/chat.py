@@ -49,6 +49,7 @@ UNKNOWN_PARENT = -1
 NO_TEXT_REPLY = "I can read words, images and text files, but not that one. Could you tell me in words?"
 CAPTURED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 COOLDOWN_REPLY = "You're asking faster than I can answer; please slow down and try again in {seconds} s."
+COOLDOWN_NOTICE_SECONDS = 10.0  # the notice then deletes itself: it is for one person, not the channel
 
 
 def scope_of(message: discord.Message) -> str:
@@ -154,7 +155,8 @@ class Chat(commands.Cog):
                 await self.reply(message, remember=captured)
 
     async def within_cooldown(self, message: discord.Message) -> bool:
-        """Whether this person may get another reply now; if not, a short notice (at most one per window)."""
+        """Whether this person may get another reply now; if not, a short notice (at most one per window)
+        that deletes itself after a few seconds, so the channel is not left with it."""
         if self._replies is None or self._notices is None:
             return True
         bucket = self._replies.get_bucket(message)
@@ -165,7 +167,9 @@ class Chat(commands.Cog):
         if notice is not None and not notice.update_rate_limit():
             with contextlib.suppress(discord.HTTPException):
                 await message.reply(
-                    COOLDOWN_REPLY.format(seconds=math.ceil(retry_after)), mention_author=False
+                    COOLDOWN_REPLY.format(seconds=math.ceil(retry_after)),
+                    mention_author=False,
+                    delete_after=COOLDOWN_NOTICE_SECONDS,
                 )
         return False
 
