@@ -176,6 +176,12 @@ class Admin(commands.Cog, name="admin"):
         me = channel.guild.me
         if me is not None and not channel.permissions_for(me).send_messages:
             content += " I can't send messages there yet: please give me Send Messages in that channel."
+        if channel.permissions_for(channel.guild.default_role).view_channel:
+            content += (
+                f"\nHeads-up: everyone can read {channel.mention}. The log names people and counts what was "
+                "learned and forgotten (never the facts' texts); a channel only admins can read keeps even "
+                "that among them."
+            )
         await self.change(
             interaction,
             self.bot.memory.update_guild(str(guild_id(interaction)), log_channel_id=str(channel.id)),

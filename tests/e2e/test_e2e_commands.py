@@ -24,6 +24,7 @@ from bot.cogs.memory_commands import (
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.storage import Store
 from standins.discord import Guild, InteractionRecord
+from standins.discord.model import VIEW_CHANNEL, overwrite
 from tests.e2e.world import World, eventually, world
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
@@ -706,3 +707,32 @@ async def test_a_channel_persona_answers_in_that_channel_only_and_status_shows_w
 
 async def _count(w: World, n: int) -> bool:
     return len(w.chat_requests()) >= n
+
+
+async def test_a_log_channel_everyone_can_read_is_set_with_a_warning(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+
+        async def set_log(channel: int) -> str:
+            inter = await w.discord.invoke_command(
+                w.alice,
+                "memory-admin",
+                group="logchannel",
+                subcommand="set",
+                channel_id=w.general,
+                options={"channel": channel},
+            )
+            return str((await inter.wait_response())["data"]["content"])
+
+        public = await set_log(w.alpha.channels["bot-log"])
+        assert "everyone can read" in public and "never the facts' texts" in public
+        hidden = await w.discord.add_text_channel(
+            w.alpha,
+            "admins-only",
+            overwrites=[
+                overwrite(w.alpha.id, deny=VIEW_CHANNEL),
+                overwrite(w.alpha.bot_role_id, allow=VIEW_CHANNEL),
+            ],
+        )
+        private = await set_log(hidden)
+        assert private == f"The memory log of this server will be posted in <#{hidden}>."
+        assert w.bot.memory.guild(str(w.alpha.id)).log_channel_id == str(hidden)
