@@ -253,8 +253,8 @@ class Storage(Protocol):
     def correct_fact(
         self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
     ) -> Fact | None:
-        """Replace an active fact's text in place, leaving no trace of the old one; None when it is not
-        this person's active fact."""
+        """Replace an active fact's text in place, leaving no trace of the old one: the earlier versions it
+        superseded are deleted; None when it is not this person's active fact."""
         ...
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:

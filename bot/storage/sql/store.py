@@ -12,7 +12,8 @@ Layout choices (measured in docs/benchmarks.md):
 - The text index holds active facts only and answers for one person (see the backends' `search`).
 - A superseded fact keeps its row (status + superseded_by) and its vector moves to
   `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
-  can bring it back without asking Gemini again.
+  can bring it back without asking Gemini again; correcting or forgetting the current fact deletes
+  that history, whose words were taken back.
 
 A backend's `Store` subclasses `SqlStore`: it opens its database, migrates it, reports its health and
 fills the hooks of `Connected`. Stores are synchronous; `AsyncStore` (worker.py) runs every call on
