@@ -281,7 +281,8 @@ class Storage(Protocol):
     def forget(
         self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
     ) -> int:
-        """Hard-delete facts (None: all of this person's in this scope) with their history; how many went."""
+        """Hard-delete facts (None: all of this person's in this scope) with their history and the facts
+        they were merged into; how many went."""
         ...
 
     def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:

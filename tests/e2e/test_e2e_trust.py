@@ -14,7 +14,8 @@ import pytest
 from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
 from bot.memory.models import Fact
-from standins.brain import system_text
+from bot.memory.prompts import CONSOLIDATE_TASK
+from standins.brain import last_user_text, system_text
 from standins.discord.model import VIEW_CHANNEL, overwrite
 from tests.e2e.world import World, eventually, world
 
@@ -325,6 +326,34 @@ async def test_a_correction_takes_the_versions_it_replaced_with_it_and_none_come
         _, listed = await facts_command(w, w.bob)
         assert "Oslo" not in listed["content"]
         assert (await export(w, w.bob))[0]["facts"] == []
+
+
+async def test_forgetting_an_earlier_version_forgets_the_facts_it_was_merged_into(tmp_path: Path) -> None:
+    def merging(body: dict[str, Any]) -> str | list[dict[str, Any]]:
+        if not system_text(body).startswith(CONSOLIDATE_TASK):
+            return w.brain(body)
+        [item] = json.loads(last_user_text(body))["new_facts"]
+        merged = "bob lives in Oslo and in Bergen"
+        target = item["candidates"][0]["id"]
+        decision = {"new_fact": item["new_fact"], "decision": "MERGE", "target_fact_id": target}
+        return json.dumps({"decisions": [{**decision, "merged_text": merged}]})
+
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "I live in Oslo")
+        await w.flush()
+        [oslo] = await w.facts(scope, w.bob)
+        w.gemini.generate_handler = merging
+        await w.say(w.general, w.bob, "I live in Bergen")
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob lives in Oslo and in Bergen"]
+        inter = await w.discord.invoke_command(
+            w.bob, "forget", channel_id=w.general, subcommand="fact", options={"fact": oslo.id}
+        )
+        answered = await inter.wait_response()
+        assert answered["data"]["content"] == f"Forgot 2 facts (#{oslo.id} and its other versions)."
+        document, raw = await export(w, w.bob)
+        assert document["facts"] == [] and "Oslo" not in raw
 
 
 async def no_facts(w: World, scope: str, person: dict[str, Any]) -> bool:

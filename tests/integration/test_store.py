@@ -306,10 +306,12 @@ HISTORIES = {
     "invalidate-merge": (Decision.INVALIDATE, Decision.MERGE),
     "merge-invalidate": (Decision.MERGE, Decision.INVALIDATE),
 }
+# Forgetting the first version takes the versions that hold its words: those it was merged into.
+HOLDING_THE_FIRST = {"merge-merge": 3, "invalidate-merge": 1, "merge-invalidate": 2}
 
 
 @pytest.mark.parametrize("history", list(HISTORIES))
-@pytest.mark.parametrize("action", ["correct", "forget"])
+@pytest.mark.parametrize("action", ["correct", "forget", "forget the first version"])
 def test_correcting_or_forgetting_a_fact_leaves_no_word_of_any_earlier_version(
     store: Store, backend: str, database: Path | str, history: str, action: str
 ) -> None:
@@ -329,9 +331,12 @@ def test_correcting_or_forgetting_a_fact_leaves_no_word_of_any_earlier_version(
             "corrected",
             {"versions_deleted": 2},
         )
-    else:
+    elif action == "forget":
         assert store.forget("guild:1", "alice", [current]) == 3
         assert store.export_facts("guild:1", "alice") == []
+    else:
+        gone = OLD_WORDS[:1]
+        assert store.forget("guild:1", "alice", [versions[0]]) == HOLDING_THE_FIRST[history]
     assert traces(store, backend, gone) == []
     raw = file_bytes(database)  # while the store is open, as a running bot leaves it
     assert not [w for w in gone if w.encode() in raw or w.lower().encode() in raw]

@@ -178,9 +178,12 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
     ) -> int:
         """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and words.
 
-        Ids that are not this person's in this scope are ignored (the count says what was removed).
-        Forgetting everything also drops the person's buffered messages, so nothing is learned afterwards
-        from text they said before. Leaves one 'forgotten' event with a count and no text.
+        A fact goes with the older versions it superseded and, since a merge holds the words of what it
+        replaced, with every fact it was merged into (and their histories): forgetting an earlier version
+        forgets the current one that repeats it. Ids that are not this person's in this scope are ignored
+        (the count says what was removed). Forgetting everything also drops the person's buffered
+        messages, so nothing is learned afterwards from text they said before. Leaves one 'forgotten'
+        event with a count and no text.
         """
         with self._tx():
             if fact_ids is None:
@@ -200,7 +203,7 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
                         (fid, scope, user_id),
                     ).fetchone()
                 ]
-                ids = self._chain(own)
+                ids = self._chain([*own, *(later for fid in own for later in self._merged_into(fid))])
                 if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
                     drop_bot_turns(self.conn, scope)
             self._delete_facts(ids)
