@@ -432,9 +432,9 @@ async def forget_all_question(
 
 
 def forgot_text(count: int, fact_id: int | None = None) -> str:
-    """'Forgot 1 fact.'; a single fact's older versions go with it, which the text explains."""
+    """'Forgot 1 fact.'; a single fact's other versions go with it, which the text explains."""
     if fact_id is not None and count > 1:
-        return f"Forgot {plural(count, 'fact')} (#{fact_id} and its earlier versions)."
+        return f"Forgot {plural(count, 'fact')} (#{fact_id} and its other versions)."
     return f"Forgot {plural(count, 'fact')}."
 
 

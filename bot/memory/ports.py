@@ -253,8 +253,8 @@ class Storage(Protocol):
     def correct_fact(
         self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
     ) -> Fact | None:
-        """Replace an active fact's text in place, leaving no trace of the old one; None when it is not
-        this person's active fact."""
+        """Replace an active fact's text in place, leaving no trace of the old one: the earlier versions it
+        superseded are deleted; None when it is not this person's active fact."""
         ...
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
@@ -281,7 +281,8 @@ class Storage(Protocol):
     def forget(
         self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
     ) -> int:
-        """Hard-delete facts (None: all of this person's in this scope) with their history; how many went."""
+        """Hard-delete facts (None: all of this person's in this scope) with their history and the facts
+        they were merged into; how many went."""
         ...
 
     def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:

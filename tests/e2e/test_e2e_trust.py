@@ -13,7 +13,9 @@ import pytest
 
 from bot.cogs.memory_commands import NOT_YOURS
 from bot.cogs.telling import NOTHING_MATCHES
-from standins.brain import system_text
+from bot.memory.models import Fact
+from bot.memory.prompts import CONSOLIDATE_TASK
+from standins.brain import last_user_text, system_text
 from standins.discord.model import VIEW_CHANNEL, overwrite
 from tests.e2e.world import World, eventually, world
 
@@ -261,29 +263,43 @@ async def test_facts_show_where_each_fact_was_learned_and_others_only_what_the_c
         assert "Oslo" not in again["content"]
 
 
+async def correct(w: World, person: dict[str, Any], fact: Fact, text: str) -> str:
+    """Correct one of a person's facts through /facts' menu and form; returns the bot's answer."""
+    inter, _ = await facts_command(w, person)
+    page = inter.original_message_id
+    assert page is not None
+    picked = await w.discord.select_option(person, page, "facts:correct", [str(fact.id)])
+    opened = await picked.wait_response()
+    assert opened["type"] == 9  # a modal, prefilled with the text
+    assert fact.text in str(opened["data"])
+    submitted = await w.discord.submit_modal(person, picked, {"correct:text": text})
+    done = await submitted.wait_response()
+    if done["type"] == 4:
+        return str(done["data"]["content"])
+    edited = await submitted.wait_for(lambda r: r["kind"] == "edit_original", timeout=5)
+    return str(edited["body"]["content"])
+
+
+async def export(w: World, person: dict[str, Any]) -> tuple[Any, str]:
+    """/memory export as the person: the ephemeral upload's JSON document and its raw text."""
+    before = len(w.discord.requests)
+    inter = await w.discord.invoke_command(person, "memory", channel_id=w.general, subcommand="export")
+    await inter.wait_for(lambda r: r["kind"] in ("followup", "edit_original"), timeout=5)
+    [upload] = [r for r in w.discord.requests[before:] if r.files and "/webhooks/" in r.path]
+    assert (upload.json or {}).get("flags", 0) & 64  # ephemeral
+    [file] = upload.files
+    return json.loads(file["data"]), file["data"].decode()
+
+
 async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_old(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"
         await w.say(w.general, w.bob, "I live in Oslow")
         await w.flush()
         [wrong] = await w.facts(scope, w.bob)
-        inter, _ = await facts_command(w, w.bob)
-        page = inter.original_message_id
-        assert page is not None
-        picked = await w.discord.select_option(w.bob, page, "facts:correct", [str(wrong.id)])
-        opened = await picked.wait_response()
-        assert opened["type"] == 9  # a modal, prefilled with the text
-        assert "bob lives in Oslow" in str(opened["data"])
-        submitted = await w.discord.submit_modal(w.bob, picked, {"correct:text": "bob lives in Oslo"})
-        done = await submitted.wait_response()
-        text = (
-            done["data"]["content"]
-            if done["type"] == 4
-            else (await submitted.wait_for(lambda r: r["kind"] == "edit_original", timeout=5))["body"][
-                "content"
-            ]
+        assert (
+            await correct(w, w.bob, wrong, "bob lives in Oslo") == f"Corrected #{wrong.id}: bob lives in Oslo"
         )
-        assert text == f"Corrected #{wrong.id}: bob lives in Oslo"
         [fixed] = await w.facts(scope, w.bob)
         assert (fixed.id, fixed.text, fixed.sources) == (wrong.id, "bob lives in Oslo", wrong.sources)
         conn = w.bot.memory.store.sync.conn
@@ -293,6 +309,63 @@ async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_ol
         assert "bob lives in Oslo<" in reply
 
 
+async def test_a_correction_takes_the_versions_it_replaced_with_it_and_none_comes_back(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "I live in Oslo")
+        await w.flush()
+        moved = await w.say(w.general, w.bob, "I live in Bergen")  # replaces Oslo, which stays as history
+        await w.flush()
+        [bergen] = await w.facts(scope, w.bob)
+        assert (
+            await correct(w, w.bob, bergen, "bob lives in Tromso")
+            == f"Corrected #{bergen.id}: bob lives in Tromso"
+        )
+        document, raw = await export(w, w.bob)
+        assert [(f["id"], f["text"]) for f in document["facts"]] == [(bergen.id, "bob lives in Tromso")]
+        assert "Oslo" not in raw and "Bergen" not in raw
+        # The corrected fact's only message is deleted: the fact goes, and Oslo does not come back.
+        await w.discord.delete_message(w.general, int(moved["id"]))
+        await eventually(lambda: no_facts(w, scope, w.bob), what="the corrected fact's removal")
+        _, listed = await facts_command(w, w.bob)
+        assert "Oslo" not in listed["content"]
+        assert (await export(w, w.bob))[0]["facts"] == []
+
+
+async def test_forgetting_an_earlier_version_forgets_the_facts_it_was_merged_into(tmp_path: Path) -> None:
+    def merging(body: dict[str, Any]) -> str | list[dict[str, Any]]:
+        if not system_text(body).startswith(CONSOLIDATE_TASK):
+            return w.brain(body)
+        [item] = json.loads(last_user_text(body))["new_facts"]
+        merged = "bob lives in Oslo and in Bergen"
+        target = item["candidates"][0]["id"]
+        decision = {"new_fact": item["new_fact"], "decision": "MERGE", "target_fact_id": target}
+        return json.dumps({"decisions": [{**decision, "merged_text": merged}]})
+
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(w.general, w.bob, "I live in Oslo")
+        await w.flush()
+        [oslo] = await w.facts(scope, w.bob)
+        w.gemini.generate_handler = merging
+        await w.say(w.general, w.bob, "I live in Bergen")
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob lives in Oslo and in Bergen"]
+        inter = await w.discord.invoke_command(
+            w.bob, "forget", channel_id=w.general, subcommand="fact", options={"fact": oslo.id}
+        )
+        answered = await inter.wait_response()
+        assert answered["data"]["content"] == f"Forgot 2 facts (#{oslo.id} and its other versions)."
+        document, raw = await export(w, w.bob)
+        assert document["facts"] == [] and "Oslo" not in raw
+
+
+async def no_facts(w: World, scope: str, person: dict[str, Any]) -> bool:
+    return not await w.bot.memory.export_facts(scope, str(person["id"]))
+
+
 async def test_memory_export_hands_a_person_their_facts_and_no_one_elses(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await w.say(w.general, w.bob, "I live in Oslo")
@@ -300,18 +373,13 @@ async def test_memory_export_hands_a_person_their_facts_and_no_one_elses(tmp_pat
         await w.flush()
         await w.say(w.general, w.bob, "I live in Bergen")  # replaces Oslo: history is exported too
         await w.flush()
-        inter = await w.discord.invoke_command(w.bob, "memory", channel_id=w.general, subcommand="export")
-        await inter.wait_for(lambda r: r["kind"] in ("followup", "edit_original"), timeout=5)
-        [upload] = [r for r in w.discord.requests if r.files and "/webhooks/" in r.path]
-        assert (upload.json or {}).get("flags", 0) & 64  # ephemeral
-        [file] = upload.files
-        document = json.loads(file["data"])
+        document, raw = await export(w, w.bob)
         assert document["user_id"] == w.bob["id"] and document["scope"] == f"guild:{w.alpha.id}"
         by_text = {f["text"]: f for f in document["facts"]}
         assert set(by_text) == {"bob lives in Oslo", "bob lives in Bergen"}
         assert by_text["bob lives in Oslo"]["status"] == "invalidated"
         assert by_text["bob lives in Bergen"]["sources"][0]["channel_id"] == str(w.general)
-        assert "Lisbon" not in file["data"].decode()
+        assert "Lisbon" not in raw
 
 
 async def test_in_dms_telling_forgetting_and_consent_work_and_dm_facts_never_reach_a_server(

@@ -253,6 +253,102 @@ def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store, ba
     assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [cat]
 
 
+OLD_WORDS = ["Zanzibarquux", "Quillotrin", "Xerbonix"]
+
+
+def build_history(store: Store, steps: tuple[Decision, ...]) -> list[int]:
+    """Alice's fact about OLD_WORDS[0], replaced step by step (each adding the next word, message m1, m2..).
+
+    A MERGE keeps the earlier words in the new text; an INVALIDATE says only the new word. Returns the
+    versions' ids, oldest first: the last is active, every earlier one stays as history. A buffered reply
+    of the bot repeats the active fact.
+    """
+    text = f"Alice collects {OLD_WORDS[0]}"
+    versions = store.add_facts([fact("guild:1", "alice", text, unit(1.0), ["m1"])])
+    for number, (decision, word) in enumerate(zip(steps, OLD_WORDS[1:], strict=True), start=2):
+        said = f"Alice collects {word}"
+        text = f"{text} and {word}" if decision is Decision.MERGE else said
+        new = NewFact("guild:1", "alice", "Alice", said, [f"m{number}"], embedding=unit(1.0, 0.1 * number))
+        merged = text if decision is Decision.MERGE else None
+        [change] = store.apply_flush([Operation(decision, new, versions[-1], merged_text=merged)])
+        versions.append(change.fact_id)
+    bot_turn = BufferedMessage("b1", "guild:1", "c1", "bot", "Bot", f"You collect {text}!", "t", is_bot=True)
+    store.buffer_messages([(bot_turn, 1.0)])
+    return versions
+
+
+def traces(store: Store, backend: str, words: list[str]) -> list[str]:
+    """Every `table.column` of the database holding one of `words` (any case), blobs and indexes too."""
+    tables = (
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        if backend == "sqlite"
+        else "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()"
+    )
+    found = []
+    for [table] in store.conn.execute(tables).fetchall():
+        for row in store.conn.select(f"SELECT * FROM {table}"):
+            for column, value in dict(row).items():
+                held = bytes(value) if isinstance(value, (bytes, memoryview)) else str(value).encode()
+                found += [f"{table}.{column}: {w}" for w in words if w.lower().encode() in held.lower()]
+    return found
+
+
+def file_bytes(database: Path | str) -> bytes:
+    """An SQLite database's file and its WAL as they are on disk (b"" for a PostgreSQL URL)."""
+    if not isinstance(database, Path):
+        return b""
+    wal = database.with_name(database.name + "-wal")
+    return database.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+HISTORIES = {
+    "merge-merge": (Decision.MERGE, Decision.MERGE),
+    "invalidate-merge": (Decision.INVALIDATE, Decision.MERGE),
+    "merge-invalidate": (Decision.MERGE, Decision.INVALIDATE),
+}
+# Forgetting the first version takes the versions that hold its words: those it was merged into.
+HOLDING_THE_FIRST = {"merge-merge": 3, "invalidate-merge": 1, "merge-invalidate": 2}
+
+
+@pytest.mark.parametrize("history", list(HISTORIES))
+@pytest.mark.parametrize("action", ["correct", "forget", "forget the first version"])
+def test_correcting_or_forgetting_a_fact_leaves_no_word_of_any_earlier_version(
+    store: Store, backend: str, database: Path | str, history: str, action: str
+) -> None:
+    [bob] = store.add_facts([fact("guild:1", "bob", "Bob collects stamps", unit(1.0), ["m9"])])
+    versions = build_history(store, HISTORIES[history])
+    current = versions[-1]
+    assert traces(store, backend, OLD_WORDS)  # the words are there to be found
+    gone = OLD_WORDS
+    if action == "correct":
+        fixed = store.correct_fact("guild:1", "alice", current, "Alice collects coins", unit(0.0, 1.0), False)
+        assert fixed is not None and (fixed.id, fixed.text) == (current, "Alice collects coins")
+        assert [f.id for f in store.list_facts("guild:1", "alice", all_statuses=True)] == [current]
+        assert [f.text for f in store.export_facts("guild:1", "alice")] == ["Alice collects coins"]
+        [event] = store.events("guild:1", "alice")
+        assert (event["fact_id"], event["kind"], event["detail"]) == (
+            current,
+            "corrected",
+            {"versions_deleted": 2},
+        )
+    elif action == "forget":
+        assert store.forget("guild:1", "alice", [current]) == 3
+        assert store.export_facts("guild:1", "alice") == []
+    else:
+        gone = OLD_WORDS[:1]
+        assert store.forget("guild:1", "alice", [versions[0]]) == HOLDING_THE_FIRST[history]
+    assert traces(store, backend, gone) == []
+    raw = file_bytes(database)  # while the store is open, as a running bot leaves it
+    assert not [w for w in gone if w.encode() in raw or w.lower().encode() in raw]
+
+    # Deleting the messages the history came from brings back no version that held the words.
+    for message in ("m3", "m2", "m1"):
+        store.forget_message(message)
+        assert traces(store, backend, gone) == [], message
+        assert not [f for f in store.export_facts("guild:1", "alice") if any(w in f.text for w in gone)]
+    assert [f.id for f in store.list_facts("guild:1", "bob")] == [bob]
+
+
 def test_withdrawing_a_replaced_fact_does_not_bring_back_what_it_had_replaced(store: Store) -> None:
     [lyon] = store.add_facts([fact("guild:1", "alice", "Alice lives in Lyon", unit(1.0), ["m1"])])
     paris = merge(store, lyon, "Alice lives in Paris, formerly Lyon", "m2")

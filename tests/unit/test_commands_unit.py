@@ -144,7 +144,7 @@ def test_who_may_see_whose_facts(
 
 def test_forget_texts() -> None:
     assert forgot_text(1, 12) == "Forgot 1 fact."
-    assert forgot_text(3, 12) == "Forgot 3 facts (#12 and its earlier versions)."
+    assert forgot_text(3, 12) == "Forgot 3 facts (#12 and its other versions)."
     assert forgot_text(0) == "Forgot 0 facts."
     assert forgot_text(27) == "Forgot 27 facts."
 

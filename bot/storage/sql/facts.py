@@ -2,7 +2,8 @@
 
 A superseded fact keeps its row (status + superseded_by) and its vector moves to
 `facts.archived_embedding`, so that a later undo (its successor's only source message deleted) can
-bring it back without asking Gemini again. Every fact's words are in the backend's text index while
+bring it back without asking Gemini again; correcting or forgetting the current fact deletes that
+history, whose words were taken back. Every fact's words are in the backend's text index while
 it is active. The writes here are steps: the transactions that combine them are `SqlStore`'s.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
-from bot.storage.sql.buffer import buffered_origin
+from bot.storage.sql.buffer import buffered_origin, drop_bot_turns
 from bot.storage.sql.database import Connected
 from bot.storage.sql.rows import (
     FACT_COLUMNS,
@@ -77,7 +78,11 @@ class Facts(Connected):
         """Replace an active fact's text in place (vector, keyword index, flag); the old text leaves no
         trace: the fact's events, which quote it, are replaced by one 'corrected' event without text.
 
-        Its sources, and so where it was learned, stay. None when it is not this person's active fact.
+        The earlier versions it superseded hold the old words too (a merge's, an invalidated one's), and
+        a later deletion of its source message would restore them: they are deleted, as a forget deletes
+        them, and the corrected fact stands alone. A buffered reply of the bot may repeat the old words:
+        the bot's buffered turns in the scope go too. Its sources, and so where it was learned, stay.
+        None when it is not this person's active fact.
         """
         if len(embedding) != self.dimensions:
             raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
@@ -85,6 +90,9 @@ class Facts(Connected):
             owner = self._active_owner(fact_id)
             if owner is None or (owner.scope, owner.user_id) != (scope, user_id):
                 return None
+            earlier = self._chain([fact_id])[1:]
+            self._delete_facts(earlier)
+            drop_bot_turns(self.conn, scope)
             self.conn.execute(
                 "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
                 (text, int(sensitive), iso(utcnow()), fact_id),
@@ -93,7 +101,9 @@ class Facts(Connected):
             self._unindex_words(fact_id)
             self._index_words(fact_id, scope, user_id, text)
             self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
-            self._event(fact_id, scope, user_id, "corrected", {}, actor=user_id)
+            self._event(
+                fact_id, scope, user_id, "corrected", {"versions_deleted": len(earlier)}, actor=user_id
+            )
         self._scrub()
         return self.get_fact(fact_id)
 

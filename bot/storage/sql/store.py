@@ -12,7 +12,8 @@ Layout choices (measured in docs/benchmarks.md):
 - The text index holds active facts only and answers for one person (see the backends' `search`).
 - A superseded fact keeps its row (status + superseded_by) and its vector moves to
   `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
-  can bring it back without asking Gemini again.
+  can bring it back without asking Gemini again; correcting or forgetting the current fact deletes
+  that history, whose words were taken back.
 
 A backend's `Store` subclasses `SqlStore`: it opens its database, migrates it, reports its health and
 fills the hooks of `Connected`. Stores are synchronous; `AsyncStore` (worker.py) runs every call on
@@ -177,9 +178,12 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
     ) -> int:
         """Hard-delete facts (None: all of this person's in this scope) with their history, vectors and words.
 
-        Ids that are not this person's in this scope are ignored (the count says what was removed).
-        Forgetting everything also drops the person's buffered messages, so nothing is learned afterwards
-        from text they said before. Leaves one 'forgotten' event with a count and no text.
+        A fact goes with the older versions it superseded and, since a merge holds the words of what it
+        replaced, with every fact it was merged into (and their histories): forgetting an earlier version
+        forgets the current one that repeats it. Ids that are not this person's in this scope are ignored
+        (the count says what was removed). Forgetting everything also drops the person's buffered
+        messages, so nothing is learned afterwards from text they said before. Leaves one 'forgotten'
+        event with a count and no text.
         """
         with self._tx():
             if fact_ids is None:
@@ -199,7 +203,7 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
                         (fid, scope, user_id),
                     ).fetchone()
                 ]
-                ids = self._chain(own)
+                ids = self._chain([*own, *(later for fid in own for later in self._merged_into(fid))])
                 if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
                     drop_bot_turns(self.conn, scope)
             self._delete_facts(ids)
