@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import statistics
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -294,8 +295,8 @@ class MemoryService:
                     raise
                 log.warning("forgetting deleted message %s failed; trying again", message_id, exc_info=True)
                 await asyncio.sleep(1.0)
-        for scope, user_id, _ in removed:
-            self._emit(Forgotten(scope, user_id, 1, reason="source deleted"))
+        for (scope, user_id), count in Counter((scope, user_id) for scope, user_id, _ in removed).items():
+            self._emit(Forgotten(scope, user_id, count, reason="source deleted"))  # one line per person
         return len(removed)
 
     # ---- flushing --------------------------------------------------------------------------------------

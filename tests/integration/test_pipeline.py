@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.memory.events import Learned, MemoryEvent
+from bot.memory.events import Forgotten, Learned, MemoryEvent
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
 from bot.memory.ports import ModelRefusal, Purpose
 from bot.memory.service import MemoryService
@@ -525,3 +525,18 @@ async def test_the_engine_sorts_an_import_into_new_known_and_opted_out(
     ]
     triage = await service.sort_for_import(facts)
     assert (triage.new, triage.known, triage.opted_out) == ([1, 4], [0, 3], [2])
+
+
+async def test_deleting_a_message_that_taught_two_facts_is_one_event_per_person(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    embedder.vectors["Alice keeps two cats"] = unit(1.0)
+    embedder.vectors["Alice lives in Oslo"] = angled(90)
+    llm.handlers[Purpose.EXTRACT] = facts_from(
+        ("alice", "Alice keeps two cats", ["m1"]), ("alice", "Alice lives in Oslo", ["m1"])
+    )
+    await capture_and_flush(service, msg("m1", "alice", "I keep two cats and live in Oslo"))
+    events: list[MemoryEvent] = []
+    service.add_listener(events.append)
+    assert await service.message_deleted("m1") == 2
+    assert events == [Forgotten(SCOPE, "alice", 2, reason="source deleted")]
