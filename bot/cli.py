@@ -386,7 +386,8 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
     import discord
 
     from bot.client import point_discord_at
-    from bot.runner import TOKEN_REJECTED, first_line
+    from bot.gist import first_line
+    from bot.runner import TOKEN_REJECTED
 
     point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
     http = discord.http.HTTPClient(asyncio.get_running_loop())

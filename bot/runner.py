@@ -15,6 +15,7 @@ import discord
 from bot.app import failure_line, failures
 from bot.client import MemoryBot, make_bot, point_discord_at
 from bot.config import Settings
+from bot.gist import first_line
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,3 @@ def run_bot(settings: Settings) -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-def first_line(exc: BaseException) -> str:
-    """The gist of a connection error, without the SSL context and address objects it may print."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text.split(" [", 1)[0].split(" ssl:", 1)[0]

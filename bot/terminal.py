@@ -77,6 +77,7 @@ NOTHING_TO_REMEMBER = (
 )
 NOTHING_MATCHES = "I don't have anything like that about you. /facts shows what I remember."
 KEY_HINT = " (`python -m bot check --online` tests the key)"
+LEAVING = "Leaving: learning what you said first (Ctrl-C again to leave at once)."
 NOT_LEARNED_YET = "what you said is kept and learned later (at the next chat session or bot start)"
 
 
@@ -265,6 +266,7 @@ class TerminalChat:
         with on_interrupt(interrupted.set):
             if not await until(interrupted, self.converse(lines)):
                 self.write("")
+                self.write(LEAVING)  # at once: learning what is left may wait on Gemini a while
             interrupted.clear()
             if not await until(interrupted, self.flush(leaving=True)):
                 self.error(f"left without learning; {NOT_LEARNED_YET}")

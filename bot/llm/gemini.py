@@ -28,6 +28,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from bot.gist import first_line
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
@@ -473,7 +474,7 @@ class GeminiClient:
         }:
             where = self.base_url or "the Gemini API"
             return ModelError(
-                self._scrub(f"could not reach {where}: {type(exc).__name__}: {exc}"),
+                self._scrub(f"could not reach {where}: {type(exc).__name__}: {first_line(exc)}"),
                 purpose=purpose,
                 retryable=True,
             )

@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import signal
+import socket
 import sys
 import termios
 import threading
@@ -31,9 +32,13 @@ pytestmark = pytest.mark.e2e
 def chat_env(gemini: GeminiStandIn, tmp_path: Path) -> dict[str, str]:
     """Only a Gemini key: no Discord token. The quiet timer is out of the way, so what is learned in a
     session is learned by the flush on leaving."""
+    return chat_env_for(gemini.base_url, tmp_path)
+
+
+def chat_env_for(gemini_url: str, tmp_path: Path) -> dict[str, str]:
     return clean_env(
         GEMINI_API_KEY="test-key",
-        GEMINI_BASE_URL=gemini.base_url,
+        GEMINI_BASE_URL=gemini_url,
         DATABASE_PATH=str(tmp_path / "memory.sqlite3"),
         MEMORY_FLUSH_QUIET_SECONDS="3600",
     )
@@ -147,6 +152,30 @@ async def test_ctrl_c_leaves_after_learning_what_was_said(
     assert proc.returncode == 0, err.decode()
     assert "Learned: #1 Ana lives in Porto" in out.decode()
     assert "Traceback" not in err.decode()
+
+
+async def test_with_gemini_unreachable_errors_are_one_clean_line_and_ctrl_c_says_it_is_leaving(
+    tmp_path: Path, processes: list[asyncio.subprocess.Process]
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on: every connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {**chat_env_for(f"http://127.0.0.1:{port}", tmp_path), "GEMINI_MAX_RETRIES": "1"}
+    pipe = asyncio.subprocess.PIPE
+    proc = await start_chat(processes, tmp_path, env, stdin=pipe, stdout=pipe, stderr=pipe)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(b"I live in Porto.\n")
+    await proc.stdin.drain()
+    failed = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+    assert failed.startswith("error: Gemini: could not reach") and failed.count("\n") == 1
+    assert " object at 0x" not in failed and "ssl:" not in failed and "[Connect call" not in failed
+    proc.send_signal(signal.SIGINT)
+    leaving = b""
+    while b"Leaving" not in leaving:  # said at once, before the last attempt to learn
+        leaving = await asyncio.wait_for(proc.stdout.readline(), 2)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0 and "Traceback" not in err.decode()
+    assert "what you said is kept and learned later" in err.decode()
 
 
 class Terminal:
