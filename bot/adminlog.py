@@ -163,12 +163,14 @@ class AdminLog:
                     line += f" ({plural(event.pending, 'message')} kept for a retry)"
                 return line
             case Skipped():
-                count = plural(event.messages, "message")
+                count = plural(event.messages, "message") + (
+                    f" in <#{event.channel_id}>" if event.channel_id else ""
+                )
                 if event.refused:
                     return f"Skipped {count} that Gemini refused to read (safety or recitation); the rest was learned."
                 return (
-                    f"Gave up on {count} after repeated unusable answers from Gemini: "
-                    f"{short_error(event.error, self._secret())}"
+                    f"Gave up on {count}: Gemini's answers stayed unusable, read alone too "
+                    f"({short_error(event.error, self._secret())})"
                 )
         return None
 

@@ -63,13 +63,15 @@ class ModelFailed:
 
 @dataclass(frozen=True)
 class Skipped:
-    """Messages not learned from: refused by the model (safety), or after repeated unusable answers."""
+    """Messages of one channel not learned from: refused by the model (safety), or after repeated
+    unusable answers even when read apart from the rest."""
 
     kind: ClassVar[str] = "skipped"
     scope: str
     messages: int
     refused: bool
     error: str = ""
+    channel_id: str = ""
 
 
 MemoryEvent = Learned | Forgotten | OptedOut | OptedIn | ModelFailed | Skipped

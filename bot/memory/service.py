@@ -10,7 +10,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import statistics
+import time
 from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -54,6 +56,7 @@ from bot.memory.ports import (
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
+    Purpose,
     Storage,
     StorageWorker,
     usage_scope,
@@ -64,7 +67,9 @@ from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_rea
 
 log = logging.getLogger(__name__)
 
-MAX_BAD_ANSWERS = 5  # unusable answers for the same chunk before it is skipped (outages never count)
+# Unusable answers for a message's chunk before its parts are read apart (outages never count).
+MAX_BAD_ANSWERS = 5
+ISOLATION_SHARE = 0.5  # of a flush's work deadline that reading a chunk apart may take
 PERSONA_MAX_CHARS = 2000  # a persona is part of every reply's prompt in its server or channel
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
 
@@ -88,6 +93,61 @@ class ImportTriage:
     new: list[int] = field(default_factory=list)
     known: list[int] = field(default_factory=list)
     opted_out: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """What reading a chunk gave: its facts, the messages skipped (refused, or unusable even alone), and
+    those left buffered because the flush spent its isolation budget."""
+
+    facts: list[NewFact] = field(default_factory=list)
+    refused: list[BufferedMessage] = field(default_factory=list)
+    unusable: list[BufferedMessage] = field(default_factory=list)
+    left: list[BufferedMessage] = field(default_factory=list)
+    error: str = ""  # the last unusable answer, for the admin log
+
+    def __iadd__(self, other: Reading) -> Reading:
+        self.facts += other.facts
+        self.refused += other.refused
+        self.unusable += other.unusable
+        self.left += other.left
+        self.error = other.error or self.error
+        return self
+
+
+@dataclass
+class Isolation:
+    """What one flush may still spend reading a chunk apart: unusable answers to follow up (by reading
+    smaller parts or asking again), and time, so the flush ends well within its lease."""
+
+    spare: int
+    until: float
+    clock: Callable[[], float]
+
+    @classmethod
+    def for_chunk(cls, size: int, seconds: float, clock: Callable[[], float]) -> Isolation:
+        """Enough to find one message at fault: the chunk, its channel's part, each halving, the second try."""
+        return cls(math.ceil(math.log2(max(size, 1))) + 2, clock() + seconds, clock)
+
+    def expired(self) -> bool:
+        return self.clock() >= self.until
+
+    def spend(self) -> bool:
+        if self.spare <= 0 or self.expired():
+            return False
+        self.spare -= 1
+        return True
+
+
+def parts_of(part: list[BufferedMessage]) -> list[list[BufferedMessage]]:
+    """A part to read apart: each channel's messages when it spans several channels, else its halves."""
+    channels: dict[str, list[BufferedMessage]] = {}
+    for message in part:
+        channels.setdefault(message.channel_id, []).append(message)
+    if len(channels) > 1:
+        return list(channels.values())
+    half = len(part) // 2
+    return [part[:half], part[half:]]
 
 
 class MemoryService:
@@ -139,6 +199,7 @@ class MemoryService:
         # (so queued captures are refused), and the watcher's reload in between would undo that.
         self._settings_changing = asyncio.Lock()
         self.recall_failures = 0
+        self.clock: Callable[[], float] = time.monotonic  # times the reading apart of a chunk
 
     async def start(self, *, scope: str | None = None) -> None:
         """Load caches and start capturing; overdue buffers from a previous run flush first.
@@ -314,7 +375,9 @@ class MemoryService:
         """One extraction over the oldest buffered messages of channels of one scope (the chunk size in
         all), each message keeping its channel; returns the number of changes.
 
-        On a Gemini failure nothing is written and the messages stay buffered for a later attempt.
+        On a Gemini failure nothing is written and the messages stay buffered for a later attempt, except
+        when the chunk's answers stayed unusable and its parts were read apart (`_read`): what they taught
+        is written, and only the parts the flush's isolation budget did not reach stay buffered.
         """
         claimed = [c for c in channel_ids if await self.leases.try_claim([channel_key(c)])]
         try:
@@ -342,56 +405,90 @@ class MemoryService:
             return 0
         scope = chunk[0].scope
         ids = [m.message_id for m in chunk]
+        # Counted per message, so a message that spoils every answer reaches the limit whatever its company.
+        at_limit = max(m.attempts for m in chunk) + 1 >= MAX_BAD_ANSWERS
         try:
             with usage_scope(scope):  # what this costs shows in the server's own /memory-admin stats
-                facts, refused = await self._extract(chunk)
+                reading = await self._read(chunk, isolation=self._isolation(len(chunk)) if at_limit else None)
+                left = {m.message_id for m in reading.left}
                 names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
                 changes = await self.consolidator.run(
-                    facts,
-                    consumed_message_ids=ids,
+                    reading.facts,
+                    consumed_message_ids=[i for i in ids if i not in left],  # skipped ones too
                     user_names=names,
                     read_texts={m.message_id: m.content for m in chunk},
                 )
         except ModelError as exc:
             if isinstance(exc, ModelBadAnswer):  # counted apart from outages, which never cost messages
-                if chunk[0].attempts + 1 >= MAX_BAD_ANSWERS:
-                    # The same chunk keeps getting unusable answers: skip it rather than block the channel.
-                    await self.store.call(Storage.delete_pending_messages, ids)
-                    self._emit(Skipped(scope, len(ids), refused=False, error=str(exc)))
-                    return 0
                 await self.store.call(Storage.mark_attempt, ids)
-            self._emit(
-                ModelFailed(
-                    scope,
-                    str(exc.purpose),
-                    str(exc),
-                    len(ids),
-                    key_rejected=isinstance(exc, ModelKeyRejected),
-                )
-            )
+            self._failed(scope, exc, len(ids))
             raise
-        if refused:
-            self._emit(Skipped(scope, len(refused), refused=True))
-        if changes:
-            self._emit(Learned(scope, changes, len(chunk)))
+        self._tell(scope, reading, changes, len(chunk))
+        if reading.left:  # what the isolation did not reach waits for the next flush, backing off
+            failure = ModelBadAnswer(
+                reading.error or "no time left to read the chunk apart", purpose=Purpose.EXTRACT
+            )
+            self._failed(scope, failure, len(reading.left))
+            raise failure
         return len(changes)
 
-    async def _extract(self, chunk: list[BufferedMessage]) -> tuple[list[NewFact], list[str]]:
-        """The chunk's facts, and the ids of messages Gemini refused to read (safety, recitation).
+    def _isolation(self, size: int) -> Isolation:
+        """Reading apart may take half the flush's time; the rest is for a call under way and consolidation."""
+        return Isolation.for_chunk(size, self.leases.work_deadline * ISOLATION_SHARE, self.clock)
 
-        A refusal is about the text, so asking again never helps: the halves are read apart until the
-        message at fault is found and skipped, and everyone else's facts are still learned.
+    def _failed(self, scope: str, exc: ModelError, pending: int) -> None:
+        key_rejected = isinstance(exc, ModelKeyRejected)
+        self._emit(ModelFailed(scope, str(exc.purpose), str(exc), pending, key_rejected=key_rejected))
+
+    def _tell(self, scope: str, reading: Reading, changes: list[AppliedChange], read: int) -> None:
+        """Admin events of a flush: what was skipped, per channel, and what was learned."""
+        for refused, skipped in ((True, reading.refused), (False, reading.unusable)):
+            error = "" if refused else reading.error
+            for channel_id, count in Counter(m.channel_id for m in skipped).items():
+                self._emit(Skipped(scope, count, refused=refused, error=error, channel_id=channel_id))
+        if changes:
+            learned_from = read - len(reading.refused) - len(reading.unusable) - len(reading.left)
+            self._emit(Learned(scope, changes, learned_from))
+
+    async def _read(
+        self, part: list[BufferedMessage], *, isolation: Isolation | None, alone_again: bool = False
+    ) -> Reading:
+        """The facts of `part`, read in smaller parts apart when the input is at fault.
+
+        A refusal is about the text, so asking again never helps: the part is split (by channel, then in
+        halves) until the message at fault is found and skipped. An unusable answer may be the model's
+        flakiness, so it is split only under an `isolation` (the chunk has had its MAX_BAD_ANSWERS), and
+        a message that came out of a split is asked again alone (`alone_again`) before it is given up.
+        Either way everyone else's facts are learned; an outage propagates and costs nothing.
         """
+        if isolation is not None and isolation.expired():
+            return Reading(left=part)
         try:
-            return await extract_facts(self.llm, chunk), []
+            return Reading(facts=await extract_facts(self.llm, part))
         except ModelRefusal as exc:
-            if len(chunk) == 1:
-                log.info("Gemini refused to read message %s; skipping it: %s", chunk[0].message_id, exc)
-                return [], [chunk[0].message_id]
-            half = len(chunk) // 2
-            first, refused_first = await self._extract(chunk[:half])
-            second, refused_second = await self._extract(chunk[half:])
-            return first + second, refused_first + refused_second
+            if len(part) == 1:
+                log.info("Gemini refused to read message %s; skipping it: %s", part[0].message_id, exc)
+                return Reading(refused=part)
+            return await self._read_apart(part, isolation)
+        except ModelBadAnswer as exc:
+            if isolation is None:
+                raise
+            if len(part) == 1 and not alone_again:
+                log.warning(
+                    "Gemini's answers for message %s stay unusable; skipping it: %s", part[0].message_id, exc
+                )
+                return Reading(unusable=part, error=str(exc))
+            if not isolation.spend():
+                return Reading(left=part, error=str(exc))
+            if len(part) == 1:
+                return await self._read(part, isolation=isolation)
+            return await self._read_apart(part, isolation)
+
+    async def _read_apart(self, part: list[BufferedMessage], isolation: Isolation | None) -> Reading:
+        reading = Reading()
+        for piece in parts_of(part):
+            reading += await self._read(piece, isolation=isolation, alone_again=len(piece) == 1)
+        return reading
 
     def still_captured(self, message: BufferedMessage) -> bool:
         """Whether the guild and channel of a buffered message are still remembered, checked at flush."""

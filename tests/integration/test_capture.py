@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -508,6 +509,159 @@ async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_out
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
     assert [e.messages for e in events if isinstance(e, Skipped)] == [1]
     assert await pending(service) == ["I live in Oslo"]
+
+
+def spoiled_by(
+    *poisons: str, flaky_once: str = "", outage_on: list[str] | None = None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """An extraction handler whose answer is unusable whenever a poison is in the chunk; unusable once
+    more for `flaky_once` read alone the first time, and an outage for a chunk of `outage_on` texts."""
+    flaked: list[str] = []
+
+    def handler(payload: dict[str, Any]) -> dict[str, Any]:
+        texts = [m["text"] for m in payload["messages"]]
+        if outage_on is not None and texts == outage_on:
+            raise ModelError("Gemini is down", purpose=Purpose.EXTRACT, status=503, retryable=True)
+        first_time_alone = texts == [flaky_once] and not flaked
+        if first_time_alone:
+            flaked.append(flaky_once)
+        if first_time_alone or any(p in t for p in poisons for t in texts):
+            raise ModelBadAnswer("does not fit ExtractionResult", purpose=Purpose.EXTRACT)
+        return echo_extractor(payload)
+
+    return handler
+
+
+async def retried_whole(service: MemoryService, channels: list[str]) -> None:
+    """The flushes before the limit: the unusable answer may be flakiness, so the chunk is asked again."""
+    for _ in range(MAX_BAD_ANSWERS - 1):
+        with pytest.raises(ModelBadAnswer):
+            await service.flush_channels(channels)
+
+
+async def alice_says(service: MemoryService, texts: list[str]) -> None:
+    for i, text in enumerate(texts):
+        service.capture(msg(f"m{i}", "alice", text), guild_id="100")
+    await service.capture_buffer.wait_written()
+
+
+async def learned(service: MemoryService) -> list[str]:
+    texts = []
+    for person in ("alice", "bob", "carol", "dave", "mallory"):
+        texts += [f.text for f in await service.list_facts(SCOPE, person)]
+    return sorted(texts)
+
+
+async def test_a_message_that_spoils_every_answer_is_found_by_reading_apart_and_costs_only_itself(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = spoiled_by("POISON", flaky_once="I collect stamps")
+    events: list[MemoryEvent] = []
+    service.add_listener(events.append)
+    said = [
+        ("alice", "I keep bees", "c1"),
+        ("bob", "I sing in a choir", "c1"),
+        ("carol", "I restore old radios", "c2"),
+        ("dave", "I run", "c2"),
+        ("mallory", "I collect stamps", "c3"),
+        ("mallory", "POISON", "c3"),
+        ("mallory", "I sail", "c3"),
+    ]
+    for i, (author, text, channel) in enumerate(said):
+        service.capture(msg(f"m{i}", author, text, channel=channel), guild_id="100")
+    await service.capture_buffer.wait_written()
+    await retried_whole(service, ["c1", "c2", "c3"])
+    assert llm.count(Purpose.EXTRACT) == MAX_BAD_ANSWERS - 1
+    assert await service.flush_channels(["c1", "c2", "c3"]) == 6
+
+    assert await learned(service) == sorted(f"{a.title()} said: {t}" for a, t, _ in said if t != "POISON")
+    assert await service.store.call(Store.count_pending, SCOPE) == 0
+    read = [[m["text"] for m in payload["messages"]] for _, payload in llm.calls[MAX_BAD_ANSWERS - 1 :]]
+    assert read == [
+        [t for _, t, _ in said],  # the fifth time the whole chunk, then each channel alone
+        ["I keep bees", "I sing in a choir"],
+        ["I restore old radios", "I run"],
+        ["I collect stamps", "POISON", "I sail"],  # unusable: halved
+        ["I collect stamps"],  # unusable by chance, and asked again alone
+        ["I collect stamps"],
+        ["POISON", "I sail"],
+        ["POISON"],  # alone, and once more, before it is given up
+        ["POISON"],
+        ["I sail"],
+    ]
+    [skipped] = [e for e in events if isinstance(e, Skipped)]
+    assert (skipped.messages, skipped.refused, skipped.channel_id) == (1, False, "c3")
+
+
+async def test_what_one_flush_cannot_isolate_waits_and_an_outage_while_reading_apart_costs_nothing(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    texts = ["I keep bees", "POISON one", "I sing", "I run", "I swim", "I cook", "POISON two", "I sail"]
+    await alice_says(service, texts)
+    llm.handlers[Purpose.EXTRACT] = spoiled_by("POISON")
+    await retried_whole(service, ["c1"])
+    calls = llm.count(Purpose.EXTRACT)
+    with pytest.raises(ModelBadAnswer):  # the budget finds one message at fault; the rest waits, backing off
+        await service.flush_channel("c1")
+    assert llm.count(Purpose.EXTRACT) - calls == 10  # bounded: log2(8) + 2 unusable answers followed up
+    assert await pending(service) == ["POISON two", "I sail"]
+    assert await learned(service) == sorted(f"Alice said: {t}" for t in texts[2:6] + texts[:1])
+
+    llm.handlers[Purpose.EXTRACT] = spoiled_by("POISON", outage_on=["I sail"])
+    with pytest.raises(ModelError) as outage:
+        await service.flush_channel("c1")
+    assert not isinstance(outage.value, ModelBadAnswer)
+    assert await pending(service) == ["POISON two", "I sail"]  # nothing written, nothing given up
+
+    llm.handlers[Purpose.EXTRACT] = spoiled_by("POISON")
+    assert await service.flush_channel("c1") == 1
+    assert await pending(service) == []
+    assert await learned(service) == sorted(f"Alice said: {t}" for t in texts if "POISON" not in t)
+
+
+async def test_reading_apart_stops_in_time_and_the_next_flushes_go_on_where_it_stopped(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    texts = ["I keep bees", "I sing", "I run", "I swim", "I cook", "POISON", "I sail", "I knit"]
+    await alice_says(service, texts)
+    spoiled = spoiled_by("POISON")
+    now = [0.0]
+
+    def slow(payload: dict[str, Any]) -> dict[str, Any]:
+        now[0] += service.leases.work_deadline * service_module.ISOLATION_SHARE / 4  # 4 calls fit
+        return spoiled(payload)
+
+    llm.handlers[Purpose.EXTRACT] = slow
+    service.clock = lambda: now[0]
+    await retried_whole(service, ["c1"])
+    left_after = []
+    for _ in range(2):  # out of time: what was read is learned, the rest waits, backing off
+        with pytest.raises(ModelBadAnswer):
+            await service.flush_channel("c1")
+        left_after.append(await pending(service))
+    assert left_after == [texts[4:], texts[5:]]  # each flush gets further
+    assert await service.flush_channel("c1") == 2
+    assert await pending(service) == []
+    assert await learned(service) == sorted(f"Alice said: {t}" for t in texts if t != "POISON")
+
+
+async def test_a_model_whose_every_answer_is_unusable_costs_bounded_calls_and_a_few_messages_a_flush(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    channels = {"c1": 20, "c2": 20, "c3": 10}  # a full chunk of 50 in 3 channels
+    for channel, count in channels.items():
+        for i in range(count):
+            service.capture(
+                msg(f"{channel}-{i}", "alice", f"I said {channel} {i}", channel=channel), guild_id="100"
+            )
+    await service.capture_buffer.wait_written()
+    llm.fail_with = ModelBadAnswer("does not fit ExtractionResult", purpose=Purpose.EXTRACT)
+    await retried_whole(service, list(channels))
+    calls = llm.count(Purpose.EXTRACT)
+    with pytest.raises(ModelBadAnswer):
+        await service.flush_channels(list(channels))
+    assert llm.count(Purpose.EXTRACT) - calls <= 3 + 2 * math.ceil(math.log2(50)) + 3  # 18
+    assert await service.store.call(Store.count_pending, SCOPE) == 50 - 2  # the rest waits, backing off
 
 
 async def test_a_switch_made_before_a_queued_message_is_written_still_applies_to_it(

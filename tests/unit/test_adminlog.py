@@ -13,7 +13,7 @@ import discord
 import pytest
 
 from bot.adminlog import AdminLog, flush_line, short_error
-from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut
+from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import AppliedChange, Decision, GuildSettings, NewFact
 from bot.memory.service import MemoryService
 
@@ -273,6 +273,18 @@ def test_gemini_errors_are_short_and_hide_the_key() -> None:
     assert line.startswith("Gemini extract failed: HTTP 400")
     assert line.endswith("(7 messages kept for a retry)")
     assert len(short_error("x" * 5000)) <= 200
+
+
+def test_skipped_messages_name_their_channel() -> None:
+    log = AdminLog(FakeBot(), default_channel_id=None)
+    refused = Skipped(f"guild:{GUILD}", 1, refused=True, channel_id="42")
+    unusable = Skipped(f"guild:{GUILD}", 2, refused=False, error="does not fit\nmore", channel_id="43")
+    assert log.describe(refused) == (
+        "Skipped 1 message in <#42> that Gemini refused to read (safety or recitation); the rest was learned."
+    )
+    assert log.describe(unusable) == (
+        "Gave up on 2 messages in <#43>: Gemini's answers stayed unusable, read alone too (does not fit)"
+    )
 
 
 async def test_forgetting_through_the_service_never_logs_the_fact_text(service: MemoryService) -> None:
