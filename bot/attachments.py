@@ -6,6 +6,12 @@ as text, cut at a number of characters. Whatever cannot be read (too large, anot
 download, bytes that are not what they claim) becomes a short note to the model, such as
 "[image cat.png skipped: too large]", never an error: the reply goes on without it.
 
+A small PNG can hold a huge blank image, so decoding is bounded: pixels per image and per reply are
+capped from the header before anything is decoded (a JPEG is decoded at 1/2, 1/4 or 1/8 of its size
+when that still covers IMAGE_MAX_SIDE), and one image at a time is decoded in the process, on one worker
+thread. What was prepared for an attachment is kept by its id, so the images of the conversation are
+not downloaded and decoded again for every reply.
+
 Attachments only help answer the conversation. Memory learns from what people write, never from them:
 capture reads a message's text alone.
 """
@@ -16,8 +22,11 @@ import asyncio
 import io
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Protocol, TypeVar
 
@@ -34,7 +43,12 @@ K = TypeVar("K", bound=Hashable)
 IMAGE_MAX_SIDE = 1536  # pixels: Gemini reads larger images in tiles it scales down anyway
 IMAGE_MAX_BYTES = 2 * 1024 * 1024  # what one image may weigh in the request once re-encoded
 IMAGE_MIN_SIDE = 256  # shrinking stops here: an image that still weighs too much is skipped
-IMAGE_MAX_PIXELS = 50_000_000  # more is a decompression bomb, not a photo
+# Decoding costs 4 bytes a pixel (8 while an RGBA image is resized): 24 million pixels, a 6K screenshot,
+# take about 130 MB (220 MB in RGBA) for the moment one is decoded. More is a bomb, not a picture.
+IMAGE_MAX_PIXELS = 24_000_000
+REPLY_MAX_PIXELS = 64_000_000  # decoded for one reply in all; bounds its CPU time (~0.5 s per 24 million)
+PREPARED_MAX_ENTRIES = 256  # attachments whose parts are kept for later replies ...
+PREPARED_MAX_BYTES = 32 * 1024 * 1024  # ... and what those parts may weigh in all
 DOWNLOAD_TIMEOUT_SECONDS = 10.0
 JPEG_QUALITY = 85
 IMAGE_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}  # what goes as it is
@@ -61,9 +75,16 @@ TEXT_SUFFIXES = frozenset(
 )
 
 
+# One image is decoded at a time in the whole process, off the event loop: a worker thread keeps its
+# queue even when a reply waiting on it is cancelled, which a lock around asyncio.to_thread would not.
+_DECODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="image-decoder")
+
+
 class AttachmentLike(Protocol):
     """What the reader needs of an attachment (discord.Attachment has it)."""
 
+    @property
+    def id(self) -> int: ...
     @property
     def url(self) -> str: ...
     @property
@@ -98,6 +119,49 @@ class Skipped(Exception):
     """An attachment that is not read; the message says why, for the model's note."""
 
 
+class OverBudget(Skipped):
+    """An image the reply has no pixels left for: a later reply may read it, so it is not kept."""
+
+
+class PixelBudget:
+    """The pixels a reply may still decode (used by one decode at a time)."""
+
+    def __init__(self, pixels: int) -> None:
+        self.left = pixels
+
+    def take(self, pixels: int) -> None:
+        if pixels > self.left:
+            raise OverBudget("too large together with the other images of this reply")
+        self.left -= pixels
+
+
+class PreparedCache:
+    """The parts prepared for attachments, by attachment id, least recently used dropped first past
+    `max_entries` or `max_bytes` (an attachment's file never changes, so its parts stay right)."""
+
+    def __init__(self, max_entries: int = PREPARED_MAX_ENTRIES, max_bytes: int = PREPARED_MAX_BYTES) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.entries: OrderedDict[int, tuple[list[TurnPart], int]] = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: int) -> list[TurnPart] | None:
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        self.entries.move_to_end(key)
+        return entry[0]
+
+    def put(self, key: int, parts: list[TurnPart]) -> None:
+        weight = sum(len(p.data) if isinstance(p, InlineData) else len(p) for p in parts)
+        if key in self.entries or weight > self.max_bytes:
+            return
+        self.entries[key] = (parts, weight)
+        self.bytes += weight
+        while len(self.entries) > self.max_entries or self.bytes > self.max_bytes:
+            _, (_, dropped) = self.entries.popitem(last=False)
+            self.bytes -= dropped
+
+
 def kind_of(filename: str, content_type: str | None) -> str | None:
     """ "image", "text" or None (not read): by the declared type, else by the file name's suffix."""
     declared = (content_type or "").split(";")[0].strip().lower()
@@ -119,24 +183,32 @@ def _size(count: int) -> str:
     return f"{math.ceil(count / 1024)} kB" if count >= 1024 else f"{count} B"
 
 
-def fit_image(data: bytes, *, max_side: int = IMAGE_MAX_SIDE, max_bytes: int = IMAGE_MAX_BYTES) -> InlineData:
+def fit_image(
+    data: bytes,
+    *,
+    max_side: int = IMAGE_MAX_SIDE,
+    max_bytes: int = IMAGE_MAX_BYTES,
+    budget: PixelBudget | None = None,
+) -> InlineData:
     """The image as Gemini may read it: as it is when small enough and of a type Gemini reads, else its
     (first) frame scaled down and re-encoded (PNG for drawings, a GIF's frame and transparency, JPEG for
     photos or when PNG weighs too much), shrinking further until it weighs at most `max_bytes`.
+    What it decodes is judged from the header first: at most IMAGE_MAX_PIXELS, and taken from `budget`.
     Raises Skipped for anything else."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             if image.format not in (*IMAGE_MIME, "GIF"):
                 raise Skipped(f"unsupported image type {image.format or 'unknown'}")
-            if image.width * image.height > IMAGE_MAX_PIXELS:
-                raise Skipped("too large")
             mime = IMAGE_MIME.get(image.format or "")
-            if mime is not None and max(image.size) <= max_side and len(data) <= max_bytes:
+            small = max(image.size) <= max_side and len(data) <= max_bytes
+            _check_pixels(image, max_side, budget)
+            if mime is not None and small:
                 image.load()  # a truncated or corrupt file fails here rather than at Gemini
                 return InlineData(mime, data)
             lossless = image.format in ("PNG", "GIF")
             image.seek(0)  # a GIF's (or an animated WebP's) first frame
-            frame = ImageOps.exif_transpose(image.copy())
+            image.thumbnail((max_side, max_side))  # decodes; the full-size pixels go once it is scaled
+            frame = ImageOps.exif_transpose(image)
     except Skipped:
         raise
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
@@ -149,6 +221,20 @@ def fit_image(data: bytes, *, max_side: int = IMAGE_MAX_SIDE, max_bytes: int = I
                 return encoded
         side = int(side * 0.7)
     raise Skipped("too large")
+
+
+def _check_pixels(image: Image.Image, max_side: int, budget: PixelBudget | None) -> None:
+    """Refuse, before decoding, an image of more than IMAGE_MAX_PIXELS or than `budget` has left. A JPEG is
+    first set to decode at the smallest of 1/2, 1/4 or 1/8 of its size that still covers `max_side`."""
+    width, height = image.size
+    scale = max_side / max(width, height)
+    if scale < 1:
+        image.draft(None, (max(1, int(width * scale)), max(1, int(height * scale))))
+    pixels = image.width * image.height
+    if pixels > IMAGE_MAX_PIXELS:
+        raise Skipped(f"too large ({width:,} x {height:,} pixels)")
+    if budget is not None:
+        budget.take(pixels)
 
 
 def _encodings(frame: Image.Image, lossless: bool) -> Iterator[InlineData]:
@@ -199,15 +285,18 @@ async def download(session: aiohttp.ClientSession, url: str, max_bytes: int) -> 
 
 
 class AttachmentReader:
-    """Turns the attachments of a conversation into parts for the model, within the limits."""
+    """Turns the attachments of a conversation into parts for the model, within the limits; one lives as
+    long as the bot, keeping what it prepared for later replies."""
 
     def __init__(self, limits: AttachmentLimits) -> None:
         self.limits = limits
+        self.prepared = PreparedCache()
 
     async def read(self, messages: Sequence[tuple[K, Sequence[AttachmentLike]]]) -> dict[K, list[TurnPart]]:
         """Parts per message key, for messages given in order of priority (the one being answered first,
         then the newest): at most `per_message` attachments each and `per_prompt` in all are read, the
-        rest get a note. Messages without attachments are left out."""
+        rest get a note. Messages without attachments are left out. Downloads run together; images are
+        then decoded one by one in that order, within the reply's REPLY_MAX_PIXELS."""
         limits = self.limits
         chosen: list[tuple[K, int, AttachmentLike]] = []
         parts: dict[tuple[K, int], list[TurnPart]] = {}
@@ -225,30 +314,55 @@ class AttachmentReader:
                 parts[(key, index)] = [note(attachment, reason)]
         if chosen:
             async with aiohttp.ClientSession() as session:
-                read = await asyncio.gather(*(self.part(session, a) for _, _, a in chosen))
-            parts.update({(key, index): got for (key, index, _), got in zip(chosen, read, strict=True)})
+                fetched = await asyncio.gather(*(self.fetch(session, a) for _, _, a in chosen))
+            budget = PixelBudget(REPLY_MAX_PIXELS)
+            for (key, index, attachment), got in zip(chosen, fetched, strict=True):
+                parts[(key, index)] = (
+                    await self.prepare(attachment, got, budget) if isinstance(got, bytes) else got
+                )
         out: dict[K, list[TurnPart]] = {}
         for key, attachments in messages:
             for index in range(len(attachments)):
                 out.setdefault(key, []).extend(parts[(key, index)])
         return out
 
-    async def part(self, session: aiohttp.ClientSession, attachment: AttachmentLike) -> list[TurnPart]:
-        """One attachment's parts: a label and the image, the file's text, or a note saying why not."""
-        name = display_name(attachment)
-        kind = kind_of(attachment.filename, attachment.content_type)
+    async def fetch(
+        self, session: aiohttp.ClientSession, attachment: AttachmentLike
+    ) -> list[TurnPart] | bytes:
+        """An attachment's parts kept from an earlier reply, a note saying why it is not read, or else
+        its downloaded bytes."""
+        kept = self.prepared.get(attachment.id)
+        if kept is not None:
+            return kept
         try:
-            if kind is None:
+            if kind_of(attachment.filename, attachment.content_type) is None:
                 raise Skipped(f"unsupported type {attachment.content_type or 'unknown'}")
             if attachment.size > self.limits.max_bytes:
                 raise Skipped(f"too large ({_size(attachment.size)}; at most {_size(self.limits.max_bytes)})")
-            data = await download(session, attachment.url, self.limits.max_bytes)
-            if kind == "image":
-                return [f"[image {name}]", await asyncio.to_thread(fit_image, data)]
-            text = read_text(data, self.limits.text_chars)
-            return [f"[file {name}]\n{text}\n[end of file {name}]"]
+            return await download(session, attachment.url, self.limits.max_bytes)
         except Skipped as skipped:
             return [note(attachment, str(skipped))]
+
+    async def prepare(self, attachment: AttachmentLike, data: bytes, budget: PixelBudget) -> list[TurnPart]:
+        """A downloaded attachment's parts: a label and the image, the file's text, or a note saying why
+        not; kept for later replies unless the reply's pixels ran out first."""
+        name = display_name(attachment)
+        try:
+            if kind_of(attachment.filename, attachment.content_type) == "image":
+                decode = partial(fit_image, data, budget=budget)
+                got: list[TurnPart] = [
+                    f"[image {name}]",
+                    await asyncio.get_running_loop().run_in_executor(_DECODER, decode),
+                ]
+            else:
+                text = read_text(data, self.limits.text_chars)
+                got = [f"[file {name}]\n{text}\n[end of file {name}]"]
+        except OverBudget as skipped:
+            return [note(attachment, str(skipped))]
+        except Skipped as skipped:
+            got = [note(attachment, str(skipped))]
+        self.prepared.put(attachment.id, got)
+        return got
 
 
 def display_name(attachment: AttachmentLike) -> str:

@@ -76,6 +76,21 @@ async def test_a_photo_alone_is_answered_and_earlier_images_of_the_conversation_
         assert "bob: my holiday" in texts_of(request)[0]
 
 
+async def test_the_images_of_the_conversation_are_downloaded_and_prepared_once_not_for_every_reply(
+    tmp_path: Path,
+) -> None:
+    big = picture((3000, 2000), "blue", "JPEG", quality=95)
+    async with world(tmp_path) as w:
+        await w.discord.send_message(
+            w.general, w.bob, "my holiday", files=[Upload("beach.jpg", big, "image/jpeg")]
+        )
+        first = await ask(w, "where is this?", [])
+        second = await ask(w, "and when was it?", [])
+        assert inline_parts(first) == inline_parts(second) and len(inline_parts(first)) == 1
+        assert "[image beach.jpg]" in texts_of(second)
+        assert len(w.discord.cdn_requests) == 1
+
+
 async def test_an_oversized_or_unreadable_file_becomes_a_note_not_an_error(tmp_path: Path) -> None:
     heavy = picture((400, 400), "white", "BMP")  # about 480 kB
     async with world(tmp_path, attachment_max_bytes=50_000, attachments_per_message=5) as w:

@@ -10,13 +10,18 @@ from PIL import Image
 
 from bot.attachments import (
     IMAGE_MAX_PIXELS,
+    IMAGE_MAX_SIDE,
     AttachmentLimits,
     AttachmentReader,
+    OverBudget,
+    PixelBudget,
+    PreparedCache,
     Skipped,
     fit_image,
     kind_of,
     read_text,
 )
+from bot.memory.ports import InlineData
 
 
 def test_images_and_text_files_are_read_by_type_else_by_name_and_nothing_else_is() -> None:
@@ -56,6 +61,40 @@ def test_an_image_of_too_many_pixels_is_skipped_before_it_is_decoded() -> None:
         fit_image(out.getvalue())
 
 
+def test_a_jpeg_past_the_pixel_cap_is_decoded_at_a_fraction_of_its_size_and_each_reply_has_a_pixel_budget() -> (
+    None
+):
+    out = io.BytesIO()
+    Image.new("L", (6400, 4800), 128).save(out, "JPEG")  # 30.7 million pixels, decoded at 1/4
+    budget = PixelBudget(1600 * 1200 + 64)
+    fitted = fit_image(out.getvalue(), budget=budget)
+    with Image.open(io.BytesIO(fitted.data)) as image:
+        assert image.size == (IMAGE_MAX_SIDE, IMAGE_MAX_SIDE * 3 // 4)
+    assert budget.left == 64
+    small = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(small, "PNG")
+    fit_image(small.getvalue(), budget=budget)
+    with pytest.raises(OverBudget, match="too large together with the other images of this reply"):
+        fit_image(small.getvalue(), budget=budget)
+    out = io.BytesIO()
+    Image.new("L", (6400, 4800)).save(out, "PNG")  # a PNG has no smaller decode
+    with pytest.raises(Skipped, match=r"too large \(6,400 x 4,800 pixels\)"):
+        fit_image(out.getvalue())
+
+
+def test_prepared_parts_are_kept_by_attachment_id_within_a_count_and_a_weight() -> None:
+    cache = PreparedCache(max_entries=2, max_bytes=100)
+    cache.put(1, ["[file a.txt]\nhello\n[end of file a.txt]"])
+    cache.put(2, ["[image b.png]", InlineData("image/png", bytes(40))])
+    assert cache.get(1) is not None  # 1 is now the most recently used
+    cache.put(3, ["x" * 10])
+    assert cache.get(2) is None and cache.get(1) is not None and cache.get(3) == ["x" * 10]
+    cache.put(4, [InlineData("image/png", bytes(91))])  # past the weight: the oldest go
+    assert cache.get(1) is None and cache.get(3) is None and cache.get(4) is not None
+    cache.put(5, [InlineData("image/png", bytes(101))])  # heavier than the whole cache: not kept
+    assert cache.get(5) is None and cache.get(4) is not None
+
+
 def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> None:
     assert read_text("\ufeffnaïve café".encode(), 100) == "naïve café"
     assert read_text(b"caf\xe9", 100) == "caf\ufffd"
@@ -69,7 +108,8 @@ def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> No
 
 class _File:
     def __init__(self, filename: str, content_type: str | None, size: int = 10) -> None:
-        self.url, self.filename, self.content_type, self.size = (
+        self.id, self.url, self.filename, self.content_type, self.size = (
+            1,
             "http://127.0.0.1:9/none",
             filename,
             content_type,
