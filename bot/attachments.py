@@ -32,6 +32,7 @@ from typing import Protocol, TypeVar
 
 import aiohttp
 from PIL import Image, ImageOps
+from yarl import URL
 
 from bot.config import Settings
 from bot.memory.ports import InlineData, TurnPart
@@ -50,6 +51,9 @@ REPLY_MAX_PIXELS = 64_000_000  # decoded for one reply in all; bounds its CPU ti
 PREPARED_MAX_ENTRIES = 256  # attachments whose parts are kept for later replies ...
 PREPARED_MAX_BYTES = 32 * 1024 * 1024  # ... and what those parts may weigh in all
 DOWNLOAD_TIMEOUT_SECONDS = 10.0
+# Where Discord serves attachments: a link anywhere else (a server on the bot's network, a cloud's
+# metadata address) is never fetched, and a redirect is never followed.
+DISCORD_CDN_ORIGINS = frozenset({"https://cdn.discordapp.com", "https://media.discordapp.net"})
 JPEG_QUALITY = 85
 IMAGE_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}  # what goes as it is
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
@@ -98,20 +102,27 @@ class AttachmentLike(Protocol):
 @dataclass(frozen=True)
 class AttachmentLimits:
     """The caps of ATTACHMENT_MAX_BYTES, ATTACHMENTS_PER_MESSAGE, ATTACHMENTS_PER_PROMPT and
-    ATTACHMENT_TEXT_MAX_CHARS."""
+    ATTACHMENT_TEXT_MAX_CHARS, and the origins (scheme, host and port) files are downloaded from."""
 
     max_bytes: int
     per_message: int
     per_prompt: int
     text_chars: int
+    origins: frozenset[str] = DISCORD_CDN_ORIGINS
 
 
 def attachment_limits(settings: Settings) -> AttachmentLimits:
+    """The settings' caps; files come from Discord's CDN or from where DISCORD_API_BASE_URL points (a
+    proxy of Discord's, or the stand-in in tests, which serves them on its own port)."""
+    origins = set(DISCORD_CDN_ORIGINS)
+    if settings.discord_api_base_url:
+        origins.add(str(URL(settings.discord_api_base_url).origin()))
     return AttachmentLimits(
         max_bytes=settings.attachment_max_bytes,
         per_message=settings.attachments_per_message,
         per_prompt=settings.attachments_per_prompt,
         text_chars=settings.attachment_text_max_chars,
+        origins=frozenset(origins),
     )
 
 
@@ -263,12 +274,28 @@ def read_text(data: bytes, max_chars: int) -> str:
     return text
 
 
-async def download(session: aiohttp.ClientSession, url: str, max_bytes: int) -> bytes:
-    """The body at `url`, read in chunks and given up as soon as it passes `max_bytes` (the declared size
-    may lie), within DOWNLOAD_TIMEOUT_SECONDS."""
+def checked_url(url: str, origins: frozenset[str]) -> URL:
+    """`url` parsed, when its origin (scheme, host and port) is one of `origins`; else Skipped."""
+    try:
+        parsed = URL(url)
+        allowed = parsed.is_absolute() and str(parsed.origin()) in origins
+    except (ValueError, TypeError):
+        allowed = False
+    if not allowed:
+        log.info("refused to download an attachment from %r", url[:200])
+        raise Skipped("not on Discord's attachment servers")
+    return parsed
+
+
+async def download(session: aiohttp.ClientSession, url: str, limits: AttachmentLimits) -> bytes:
+    """The body at `url`, only from one of `limits.origins` and without following redirects, read in chunks
+    and given up as soon as it passes `limits.max_bytes` (the declared size may lie), within
+    DOWNLOAD_TIMEOUT_SECONDS."""
+    checked = checked_url(url, limits.origins)
+    max_bytes = limits.max_bytes
     timeout = aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT_SECONDS)
     try:
-        async with session.get(url, timeout=timeout) as response:
+        async with session.get(checked, timeout=timeout, allow_redirects=False) as response:
             if response.status != 200:
                 raise Skipped(f"could not be downloaded (HTTP {response.status})")
             if response.content_length is not None and response.content_length > max_bytes:
@@ -339,7 +366,7 @@ class AttachmentReader:
                 raise Skipped(f"unsupported type {attachment.content_type or 'unknown'}")
             if attachment.size > self.limits.max_bytes:
                 raise Skipped(f"too large ({_size(attachment.size)}; at most {_size(self.limits.max_bytes)})")
-            return await download(session, attachment.url, self.limits.max_bytes)
+            return await download(session, attachment.url, self.limits)
         except Skipped as skipped:
             return [note(attachment, str(skipped))]
 

@@ -3,11 +3,14 @@ downloads them, and the real google-genai client sends them to the Gemini stand-
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from PIL import Image
 
 from bot.attachments import IMAGE_MAX_SIDE
@@ -89,6 +92,54 @@ async def test_the_images_of_the_conversation_are_downloaded_and_prepared_once_n
         assert inline_parts(first) == inline_parts(second) and len(inline_parts(first)) == 1
         assert "[image beach.jpg]" in texts_of(second)
         assert len(w.discord.cdn_requests) == 1
+
+
+SECRET = "AKIA-role-credentials-of-the-bot-host"
+
+
+@contextlib.asynccontextmanager
+async def bystander() -> AsyncIterator[tuple[str, list[str]]]:
+    """Another server on the bot's network (a cloud's metadata service): its base URL and the paths it
+    was asked for."""
+    asked: list[str] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        return web.Response(text=SECRET)
+
+    app = web.Application()
+    app.router.add_get("/{path:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}", asked
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_attachment_link_off_discords_servers_is_never_fetched_nor_a_redirect_followed(
+    tmp_path: Path,
+) -> None:
+    async with bystander() as (base, asked), world(tmp_path) as w:
+        iam = f"{base}/latest/meta-data/iam"
+        forged = {
+            "id": "1",
+            "filename": "iam.txt",
+            "size": 64,
+            "url": iam,
+            "proxy_url": iam,
+            "content_type": "text/plain",
+        }
+        moved = Upload("notes.txt", b"my notes", "text/plain", redirect=iam)  # the CDN sends the bot there
+        request = await ask(w, "read these", [moved], attachments=[forged])
+        texts = texts_of(request)
+        assert texts[1:] == [
+            "[file iam.txt skipped: not on Discord's attachment servers]",
+            "[file notes.txt skipped: could not be downloaded (HTTP 302)]",
+        ]
+        assert asked == [] and SECRET not in str(request)
+        assert len(w.discord.cdn_requests) == 1  # the redirect, not followed
 
 
 async def test_an_oversized_or_unreadable_file_becomes_a_note_not_an_error(tmp_path: Path) -> None:

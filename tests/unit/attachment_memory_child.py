@@ -47,7 +47,10 @@ async def main(folder: Path) -> None:
         ]
         for kind, ids in (("bomb", range(4)), ("cap", range(4, 8)))
     }
-    reader = AttachmentReader(AttachmentLimits(max_bytes=10**7, per_message=4, per_prompt=8, text_chars=100))
+    limits = AttachmentLimits(
+        max_bytes=10**7, per_message=4, per_prompt=8, text_chars=100, origins=frozenset({base})
+    )
+    reader = AttachmentReader(limits)
     parts = await reader.read([(2, attachments["bomb"]), (1, attachments["cap"])])
     images = sum(isinstance(p, InlineData) for got in parts.values() for p in got)
     sys.stdout.write(json.dumps({"before_mb": before, "peak_mb": peak_mb(), "images": images}) + "\n")

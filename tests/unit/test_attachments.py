@@ -17,10 +17,13 @@ from bot.attachments import (
     PixelBudget,
     PreparedCache,
     Skipped,
+    attachment_limits,
+    checked_url,
     fit_image,
     kind_of,
     read_text,
 )
+from bot.config import Settings
 from bot.memory.ports import InlineData
 
 
@@ -93,6 +96,32 @@ def test_prepared_parts_are_kept_by_attachment_id_within_a_count_and_a_weight() 
     assert cache.get(1) is None and cache.get(3) is None and cache.get(4) is not None
     cache.put(5, [InlineData("image/png", bytes(101))])  # heavier than the whole cache: not kept
     assert cache.get(5) is None and cache.get(4) is not None
+
+
+def test_files_are_downloaded_only_from_discords_attachment_servers_or_the_configured_api_host() -> None:
+    discord_only = attachment_limits(Settings()).origins
+    for url in (
+        "https://cdn.discordapp.com/attachments/1/2/a.png?ex=1&is=2&hm=3&",
+        "https://media.discordapp.net/attachments/1/2/a.png",
+        "https://CDN.discordapp.com:443/attachments/1/2/a.png",
+    ):
+        assert checked_url(url, discord_only).host in ("cdn.discordapp.com", "media.discordapp.net")
+    for url in (
+        "http://cdn.discordapp.com/attachments/1/2/a.png",  # https only
+        "https://cdn.discordapp.com:8443/a.png",
+        "https://cdn.discordapp.com@169.254.169.254/latest/meta-data/",
+        "https://cdn.discordapp.com.example.org/a.png",
+        "http://127.0.0.1:8080/attachments/1/2/a.png",
+        "file:///etc/passwd",
+        "/attachments/1/2/a.png",
+        "",
+    ):
+        with pytest.raises(Skipped, match="not on Discord's attachment servers"):
+            checked_url(url, discord_only)
+    standin = attachment_limits(Settings(discord_api_base_url="http://127.0.0.1:8080/api/v10")).origins
+    assert checked_url("http://127.0.0.1:8080/attachments/1/2/a.png", standin).port == 8080
+    with pytest.raises(Skipped):
+        checked_url("http://127.0.0.1:8081/latest/meta-data/iam", standin)
 
 
 def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> None:
