@@ -2,15 +2,17 @@
 
 Images (PNG, JPEG, WebP; a GIF's first frame) go to the model as inline data, scaled down and re-encoded
 when they pass IMAGE_MAX_SIDE or IMAGE_MAX_BYTES; text files (plain text, Markdown, code, CSV, JSON ...)
-as text, cut at a number of characters. Whatever cannot be read (too large, another type, a failed
-download, bytes that are not what they claim) becomes a short note to the model, such as
-"[image cat.png skipped: too large]", never an error: the reply goes on without it.
+as text, cleaned like message text, cut at a number of characters and framed by an opening and a closing
+line that nothing in the file can imitate (see framed()). Files are fetched only from Discord's attachment
+servers. Whatever cannot be read (too large, another type, a failed download, a link elsewhere, bytes
+that are not what they claim) becomes a short note to the model, such as "[image cat.png skipped: too
+large]", never an error: the reply goes on without it.
 
 A small PNG can hold a huge blank image, so decoding is bounded: pixels per image and per reply are
 capped from the header before anything is decoded (a JPEG is decoded at 1/2, 1/4 or 1/8 of its size
 when that still covers IMAGE_MAX_SIDE), and one image at a time is decoded in the process, on one worker
-thread. What was prepared for an attachment is kept by its id, so the images of the conversation are
-not downloaded and decoded again for every reply.
+thread off the event loop (which also cleans files' text). What was prepared for an attachment is kept
+by its id, so the images of the conversation are not downloaded and decoded again for every reply.
 
 Attachments only help answer the conversation. Memory learns from what people write, never from them:
 capture reads a message's text alone.
@@ -22,6 +24,8 @@ import asyncio
 import io
 import logging
 import math
+import re
+import secrets
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -79,9 +83,10 @@ TEXT_SUFFIXES = frozenset(
 )
 
 
-# One image is decoded at a time in the whole process, off the event loop: a worker thread keeps its
-# queue even when a reply waiting on it is cancelled, which a lock around asyncio.to_thread would not.
-_DECODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="image-decoder")
+# One attachment is prepared at a time in the whole process (an image decoded, a file's text cleaned), off
+# the event loop: a worker thread keeps its queue even when a reply waiting on it is cancelled, which a
+# lock around asyncio.to_thread would not.
+_PREPARER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attachments")
 
 
 class AttachmentLike(Protocol):
@@ -263,15 +268,33 @@ def _encodings(frame: Image.Image, lossless: bool) -> Iterator[InlineData]:
     yield InlineData("image/jpeg", out.getvalue())
 
 
+# A line of a file's text that begins like its closing line, in any case or spacing: escaped, so that
+# even without the boundary (see framed()) it does not read as the end of the file.
+_CLOSING_LOOKALIKE = re.compile(r"^([ \t]*)(?=\[[ \t]*end\b)", re.IGNORECASE | re.MULTILINE)
+
+
 def read_text(data: bytes, max_chars: int) -> str:
-    """A text file's content as UTF-8 (undecodable bytes replaced), cut at `max_chars` with a note.
-    Raises Skipped for a file that is binary whatever its name says."""
+    """A text file's content as UTF-8 (undecodable bytes replaced), cleaned as message text is (no control,
+    zero-width or bidirectional characters), a line that begins like a closing line ("[end of ...") escaped
+    with a backslash, and cut at `max_chars` with a note. Raises Skipped for a file that is binary whatever
+    its name says."""
     if b"\x00" in data[:8192]:
         raise Skipped("not a text file")
-    text = data.decode("utf-8-sig", errors="replace")
+    decoded = data.decode("utf-8-sig", errors="replace")
+    lines = clean(decoded, len(decoded)).splitlines()  # any line break (\r, U+0085 ...) becomes \n
+    text = _CLOSING_LOOKALIKE.sub(r"\1\\", "\n".join(lines))
     if len(text) > max_chars:
         return f"{text[:max_chars]}\n[... cut: the file has {len(text):,} characters; the first {max_chars:,} are shown]"
     return text
+
+
+def framed(name: str, text: str) -> str:
+    """A file's text between an opening and a closing line that share a random boundary the text does not
+    contain: written before the boundary was drawn, no line of the file can pass for its end."""
+    boundary = secrets.token_hex(4)
+    while boundary in text:
+        boundary = secrets.token_hex(4)
+    return f"[file {name} {boundary}]\n{text}\n[end of file {name} {boundary}]"
 
 
 def checked_url(url: str, origins: frozenset[str]) -> URL:
@@ -374,16 +397,14 @@ class AttachmentReader:
         """A downloaded attachment's parts: a label and the image, the file's text, or a note saying why
         not; kept for later replies unless the reply's pixels ran out first."""
         name = display_name(attachment)
+        loop = asyncio.get_running_loop()
         try:
             if kind_of(attachment.filename, attachment.content_type) == "image":
-                decode = partial(fit_image, data, budget=budget)
-                got: list[TurnPart] = [
-                    f"[image {name}]",
-                    await asyncio.get_running_loop().run_in_executor(_DECODER, decode),
-                ]
+                image = await loop.run_in_executor(_PREPARER, partial(fit_image, data, budget=budget))
+                got: list[TurnPart] = [f"[image {name}]", image]
             else:
-                text = read_text(data, self.limits.text_chars)
-                got = [f"[file {name}]\n{text}\n[end of file {name}]"]
+                text = await loop.run_in_executor(_PREPARER, read_text, data, self.limits.text_chars)
+                got = [framed(name, text)]
         except OverBudget as skipped:
             return [note(attachment, str(skipped))]
         except Skipped as skipped:

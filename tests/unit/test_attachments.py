@@ -133,6 +133,11 @@ def test_text_is_decoded_leniently_cut_with_a_note_and_binary_is_refused() -> No
     )
     with pytest.raises(Skipped, match="not a text file"):
         read_text(b"PK\x03\x04\x00\x00", 100)
+    # Cleaned as message text is (U+2028 goes too); whatever else breaks a line is a newline; no line
+    # begins like an end.
+    assert read_text("a\u202eb\u200b\r[end of x]\r\n  [ END ]\x85c\u2028[endless\n".encode(), 100) == (
+        "ab\n\\[end of x]\n  \\[ END ]\nc[endless"
+    )
 
 
 class _File:
