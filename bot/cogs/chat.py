@@ -62,6 +62,8 @@ class Chat(commands.Cog):
         self._parents: dict[int, int | None] = {}  # threads the bot had not cached: their parent channel
         self._private_threads: set[int] = set()  # ... and which of them are private
         settings = bot.settings
+        # One reader for every reply: what it prepared for an attachment is kept for the next replies.
+        self._attachments = AttachmentReader(attachment_limits(settings))
         # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
         self._replies: commands.CooldownMapping[discord.Message] | None = None
         self._notices: commands.CooldownMapping[discord.Message] | None = None
@@ -266,7 +268,7 @@ class Chat(commands.Cog):
         if not wanted:
             return {}
         try:
-            return await AttachmentReader(attachment_limits(self.bot.settings)).read(wanted)
+            return await self._attachments.read(wanted)
         except Exception:  # a bug or an odd file must not cost the reply: it goes on without attachments
             log.exception("could not read the attachments of a reply in channel %s", message.channel.id)
             return {}
