@@ -29,6 +29,8 @@ from bot.memory.text import clean, content_words, fold, folded_words, worth_read
 
 log = logging.getLogger(__name__)
 
+MODEL_DECIDED = "the model's decision"  # an audit event's reason; what the model wrote is only logged
+
 
 @dataclass
 class _Pending:
@@ -269,8 +271,11 @@ class Consolidator:
         if d is None:
             return Operation(Decision.KEEP, p.fact, reason="no decision given")
         decision = Decision(d.decision)
+        # The model's own words are logged, never stored: they may quote a known fact, and the audit
+        # event holding them outlives that fact's forget or correction.
+        log.debug("the model's reason for %s of a new fact: %s", decision, d.reason)
         if decision is Decision.KEEP:
-            return Operation(Decision.KEEP, p.fact, reason=d.reason)
+            return Operation(Decision.KEEP, p.fact, reason=MODEL_DECIDED)
         candidate_ids = {f.id for f, _ in p.candidates}
         if d.target_fact_id not in candidate_ids:
             log.info("consolidation named fact %r, not a candidate; keeping the new fact", d.target_fact_id)
@@ -308,8 +313,10 @@ class Consolidator:
                     target.id if verdict is Decision.DUPLICATE else None,
                     reason=f"merge {MERGE_FAULTS[verdict]}",
                 )
-            return Operation(Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=d.reason)
-        return Operation(decision, p.fact, d.target_fact_id, reason=d.reason)
+            return Operation(
+                Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=MODEL_DECIDED
+            )
+        return Operation(decision, p.fact, d.target_fact_id, reason=MODEL_DECIDED)
 
 
 def resolved(op: Operation) -> Operation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -110,6 +111,20 @@ async def test_keep_stores_the_new_fact_beside_the_candidate(
     assert ("added", "KEEP") in [
         (e["kind"], e["detail"].get("decision")) for e in store.events(SCOPE, "alice")
     ]
+
+
+async def test_the_models_reason_is_not_stored_so_a_forget_leaves_no_quote_of_the_fact_behind(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    old, _ = await decide(
+        service, llm, embedder, {"decision": "KEEP", "reason": "different from 'Alice lives in Paris'"}
+    )
+    assert await service.forget(SCOPE, "alice", [old]) == 1
+    store = service.store.sync
+    assert active_texts(store, "alice") == ["Alice lives in Berlin"]
+    assert store.events(SCOPE, "alice") and not any(
+        "Paris" in json.dumps(e["detail"]) for e in store.events(SCOPE, "alice")
+    )
 
 
 async def test_invalidate_supersedes_the_old_fact(
