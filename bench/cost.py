@@ -38,7 +38,7 @@ from bot.app import open_memory
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.consolidate import resolved
-from bot.memory.extract import extract_facts
+from bot.memory.extract import extract_chunk
 from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
 from bot.memory.ports import Purpose
 from bot.memory.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
@@ -199,7 +199,7 @@ async def run_seed(standin: GeminiStandIn, script: list[BufferedMessage], path: 
     store = Store.open(path, embedding_model=settings.embedding_model, dimensions=DIMENSIONS)
     decisions: Counter[str] = Counter()
     for message in script:
-        facts = await extract_facts(client, [message])  # one extraction call per message
+        facts = (await extract_chunk(client, [message])).facts  # one extraction call per message
         for fact in facts:
             [fact.embedding] = await client.embed([fact.text], "document")  # one request per fact
             candidates = store.knn(

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
 from bot.memory.leases import Leases, person_key
-from bot.memory.models import MAX_FACT_CHARS, AppliedChange, Decision, Fact, NewFact, Operation
+from bot.memory.models import MAX_FACT_CHARS, AppliedChange, Decision, Fact, NewEpisode, NewFact, Operation
 from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
@@ -108,25 +108,28 @@ class Consolidator:
         self,
         facts: list[NewFact],
         *,
+        episodes: Sequence[NewEpisode] = (),
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
         read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
-        """Decide and apply. Gemini errors propagate before anything is written.
+        """Decide and apply, with the flush's `episodes`. Model errors propagate before anything is written.
 
         `read_texts` (message id -> the text extraction read) lets the write notice edits made meanwhile.
         """
         facts = self._dedupe_exact(facts)
         refreshed: list[tuple[int, list[float]]] = []
-        if facts:
-            # One embedding request per flush: the new facts, plus merged facts awaiting their own vector.
+        if facts or episodes:
+            # One embedding request per flush: the new facts, the episodes, and merged facts awaiting
+            # their own vector.
             stale = await self.store.call(Storage.stale_facts, self.refresh_per_flush)
-            vectors = await self.embedder.embed(
-                [f.text for f in facts] + [text for _, text in stale], "document"
-            )
+            texts = [f.text for f in facts] + [e.summary for e in episodes]
+            vectors = await self.embedder.embed(texts + [text for _, text in stale], "document")
             for fact, vector in zip(facts, vectors, strict=False):
                 fact.embedding = vector
-            refreshed = [(fid, vector) for (fid, _), vector in zip(stale, vectors[len(facts) :], strict=True)]
+            for episode, vector in zip(episodes, vectors[len(facts) :], strict=False):
+                episode.embedding = vector
+            refreshed = [(fid, vector) for (fid, _), vector in zip(stale, vectors[len(texts) :], strict=True)]
             facts = await asyncio.to_thread(self._dedupe_close, facts)  # pairwise: keep it off the loop
         async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
             operations, pending = await self._triage(facts)
@@ -135,6 +138,7 @@ class Consolidator:
             return await self.store.call(
                 Storage.apply_flush,
                 [resolved(op) for op in operations],
+                episodes=episodes,
                 consumed_message_ids=consumed_message_ids,
                 user_names=user_names,
                 read_texts=read_texts,

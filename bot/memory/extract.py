@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewFact, utcnow
+from bot.memory.community import accept_community, chunk_channels
+from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, utcnow
 from bot.memory.ports import JsonModel, Purpose
 from bot.memory.prompts import (
     EXTRACT_SYSTEM,
@@ -88,7 +89,7 @@ def render_chunk(chunk: list[BufferedMessage], now: datetime) -> ChunkView:
     local_ids: dict[str, str] = {}
     lines: list[str] = []
     day = ""
-    channels = list(dict.fromkeys(m.channel_id for m in chunk))
+    channels = chunk_channels(chunk)
     channel = ""
     for m in chunk:
         text = clean(strip_background_blocks(m.content))
@@ -118,21 +119,34 @@ def _minute(stamp: str) -> str:
         return (stamp[:10] + " " + stamp[11:16]).strip()
 
 
-async def extract_facts(
-    llm: JsonModel, chunk: list[BufferedMessage], now: datetime | None = None
-) -> list[NewFact]:
-    """Ask Gemini for the chunk's durable facts and keep only the ones this chunk can vouch for.
+@dataclass
+class Extraction:
+    """What one extraction call taught: people's facts and community facts (for consolidation alike)
+    and the episodes of the chunk's channels."""
 
-    No call is made when no human said anything worth reading. Gemini errors propagate, so the caller
+    facts: list[NewFact] = field(default_factory=list)
+    episodes: list[NewEpisode] = field(default_factory=list)
+
+
+async def extract_chunk(
+    llm: JsonModel, chunk: list[BufferedMessage], now: datetime | None = None
+) -> Extraction:
+    """Ask the model for the chunk's durable facts, community facts and episodes, and keep only what
+    this chunk can vouch for (`accept_facts`, `community.accept_community`).
+
+    No call is made when no human said anything worth reading. Model errors propagate, so the caller
     leaves the messages pending.
     """
     if not any(not m.is_bot and worth_reading(m.content) for m in chunk):
-        return []
+        return Extraction()
     view = render_chunk(chunk, now or utcnow())
     result = await llm.generate_json(
         Purpose.EXTRACT, system=EXTRACT_SYSTEM, prompt=view.prompt, schema=ExtractionResult
     )
-    return accept_facts(result, chunk, view)
+    community = accept_community(
+        result, chunk, view.local_ids, lambda text: _named_subject(text, view) is not None
+    )
+    return Extraction(accept_facts(result, chunk, view) + community.facts, community.episodes)
 
 
 def _speaker_of(value: str, view: ChunkView, humans: dict[str, str]) -> str | None:

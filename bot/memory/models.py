@@ -10,6 +10,9 @@ DM_SCOPE = "dm"
 # `python -m bot chat`: a scope of its own, which Discord can never produce (`guild_scope` gives only
 # guild:<id> and dm), so terminal facts never reach Discord and Discord's never reach the terminal.
 TERMINAL_SCOPE = "terminal"
+# The owner of a server's community facts (rules, events, decisions): a word no Discord id can be.
+COMMUNITY_ID = "community"
+COMMUNITY_NAME = "The server"
 # A fact is one statement: what is longer is refused whole (never cut), wherever it comes from.
 MAX_FACT_CHARS = 500
 
@@ -129,6 +132,47 @@ class Fact:
         if not wording or any(s.origin is None for s in wording):
             return None
         return frozenset(s.origin.audience_key for s in wording if s.origin is not None)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What one channel talked about over a span: a short summary (topics, decisions, plans with their
+    dates, questions left open, links), who took part, and the messages it was made from.
+
+    Derived data follows its sources: it serves only where its channel could be read, and it goes when
+    any of its messages is deleted or one of its participants erases what they said.
+    """
+
+    id: int
+    scope: str
+    origin: Origin
+    summary: str
+    started_at: str
+    ended_at: str
+    recorded_at: str
+    participants: tuple[str, ...] = ()
+    source_message_ids: tuple[str, ...] = ()
+
+    # What the audience rule reads of anything it may show (see `Fact`).
+    user_id = COMMUNITY_ID
+    sensitive = False
+
+    @property
+    def audience_keys(self) -> frozenset[str]:
+        return frozenset({self.origin.audience_key})
+
+
+@dataclass
+class NewEpisode:
+    """An episode proposed by a flush; `sources` maps each message it was made from to its author."""
+
+    scope: str
+    origin: Origin
+    summary: str
+    started_at: str
+    ended_at: str
+    sources: dict[str, str]
+    embedding: list[float] | None = None
 
 
 @dataclass(frozen=True)

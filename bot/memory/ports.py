@@ -26,6 +26,7 @@ from bot.memory.models import (
     BufferedMessage,
     Fact,
     GuildSettings,
+    NewEpisode,
     NewFact,
     Operation,
     PendingChannel,
@@ -265,13 +266,16 @@ class Storage(Protocol):
         self,
         operations: Sequence[Operation],
         *,
+        episodes: Sequence[NewEpisode] = (),
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
-        """Apply consolidation's plan, with the removal of the messages it consumed, in one transaction."""
+        """Apply consolidation's plan and store the flush's episodes, with the removal of the messages it
+        consumed, in one transaction. An episode one of whose messages was deleted, edited or opted out
+        of meanwhile is not stored."""
         ...
 
     def add_facts(self, facts: Sequence[NewFact], *, actor: str = "import") -> list[int]:

@@ -21,7 +21,7 @@ from typing import Any
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.extract import extract_facts
+from bot.memory.extract import extract_chunk
 from bot.memory.leases import Holder, Leases, channel_key
 from bot.memory.lookup import (
     SEARCH_LIMIT,
@@ -42,6 +42,7 @@ from bot.memory.models import (
     Fact,
     FactStatus,
     GuildSettings,
+    NewEpisode,
     NewFact,
     Origin,
     guild_id_of,
@@ -101,6 +102,7 @@ class Reading:
     those left buffered because the flush spent its isolation budget."""
 
     facts: list[NewFact] = field(default_factory=list)
+    episodes: list[NewEpisode] = field(default_factory=list)
     refused: list[BufferedMessage] = field(default_factory=list)
     unusable: list[BufferedMessage] = field(default_factory=list)
     left: list[BufferedMessage] = field(default_factory=list)
@@ -108,6 +110,7 @@ class Reading:
 
     def __iadd__(self, other: Reading) -> Reading:
         self.facts += other.facts
+        self.episodes += other.episodes
         self.refused += other.refused
         self.unusable += other.unusable
         self.left += other.left
@@ -414,6 +417,7 @@ class MemoryService:
                 names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
                 changes = await self.consolidator.run(
                     reading.facts,
+                    episodes=reading.episodes,
                     consumed_message_ids=[i for i in ids if i not in left],  # skipped ones too
                     user_names=names,
                     read_texts={m.message_id: m.content for m in chunk},
@@ -464,7 +468,8 @@ class MemoryService:
         if isolation is not None and isolation.expired():
             return Reading(left=part)
         try:
-            return Reading(facts=await extract_facts(self.llm, part))
+            extraction = await extract_chunk(self.llm, part)
+            return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
                 log.info("Gemini refused to read message %s; skipping it: %s", part[0].message_id, exc)
