@@ -57,6 +57,11 @@ def sentence_fact(name: str, sentence: str) -> str | None:
 
 
 _LINE = re.compile(r"^(m\d+) (\d\d:\d\d) (.+?): (.*)$")
+_CHANNEL = re.compile(r"^== channel (\d+) ==$")
+# A sentence about the group rather than the speaker: a rule, an event, a shared resource, a decision.
+_COMMUNITY = re.compile(
+    r"^(?:game night|movie night|the server|the tournament|the raid|our|we|everyone|rule)\b", re.I
+)
 
 
 def read_chunk(prompt: str) -> dict[str, Any]:
@@ -64,23 +69,37 @@ def read_chunk(prompt: str) -> dict[str, Any]:
     speaker name, whether it is the bot's, and text (as a model reads the compact transcript)."""
     speakers: list[str] = []
     messages: list[dict[str, Any]] = []
+    channel = 1
     for line in prompt.splitlines():
         if line.startswith("Speakers: "):
             speakers = [s for s in line[len("Speakers: ") :].split(", ") if not s.startswith("BOT")]
+        elif found := _CHANNEL.match(line):
+            channel = int(found.group(1))
         elif match := _LINE.match(line):
             local, time, author, text = match.groups()
             messages.append(
-                {"id": local, "time": time, "author": author, "bot": author == "BOT", "text": text}
+                {
+                    "id": local,
+                    "time": time,
+                    "author": author,
+                    "bot": author == "BOT",
+                    "text": text,
+                    "channel": channel,
+                }
             )
     return {"speakers": speakers, "messages": messages}
 
 
 def extract(payload: dict[str, Any]) -> dict[str, Any]:
-    facts = []
+    """People's facts from first-person sentences, community facts from sentences about the group, and
+    an episode per channel whose points are its people's sentences (sensitive ones marked)."""
+    facts, community = [], []
+    episodes: dict[int, list[dict[str, Any]]] = {}
     for message in payload["messages"]:
         if message["bot"]:
             continue
         for sentence in _SENTENCE.findall(message["text"]):
+            sensitive = bool(_SENSITIVE.search(sentence))
             fact = sentence_fact(message["author"], sentence)
             if fact:
                 facts.append(
@@ -88,10 +107,20 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
                         "speaker": message["author"],
                         "text": fact,
                         "sources": [message["id"]],
-                        "sensitive": bool(_SENSITIVE.search(fact)),
+                        "sensitive": sensitive,
                     }
                 )
-    return {"facts": facts}
+            elif _COMMUNITY.match(sentence.strip()):
+                text = sentence.strip()
+                community.append({"text": text[0].upper() + text[1:], "sources": [message["id"]]})
+            if len(sentence.split()) >= 3:
+                point = {"text": f"{message['author']}: {sentence.strip()}", "sources": [message["id"]]}
+                episodes.setdefault(message.get("channel", 1), []).append({**point, "sensitive": sensitive})
+    return {
+        "facts": facts,
+        "community": community,
+        "episodes": [{"channel": n, "points": points} for n, points in episodes.items()],
+    }
 
 
 _REQUEST = re.compile(r"^.*?\b(?:remember|note) that\s+", re.I)

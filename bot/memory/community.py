@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 COMMUNITY_SHARE = 2 / 3  # of a community fact's words, in the messages it comes from
 POINT_SHARE = 1 / 2  # of an episode point's words, said by people in its channel
-SENSITIVE_SHARE = 1 / 2  # of a point's or fact's words, shared with something marked sensitive
+SENSITIVE_SHARE = 1 / 2  # of what was marked sensitive (names aside), repeated in a point or fact
 MAX_COMMUNITY_PER_CHUNK = 20
 MAX_POINTS_PER_EPISODE = 12
 MAX_POINT_CHARS = 300
@@ -74,17 +74,21 @@ def accept_community(
     }
     if not said:
         return reading
-    marked = [stems(f.text) for f in result.facts if f.sensitive]
-    marked += [stems(c.text) for c in result.community if c.sensitive]
-    marked += [stems(p.text) for e in result.episodes for p in e.points if p.sensitive]
+    names = set().union(*(stems(m.author_name) for m in chunk))
+    flagged = [f.text for f in result.facts if f.sensitive] + [
+        c.text for c in result.community if c.sensitive
+    ]
+    flagged += [p.text for e in result.episodes for p in e.points if p.sensitive]
+    marked = [words for text in flagged if (words := stems(text) - names)]
     reading.facts = _community_facts(result, chunk, local_ids, said, marked, about_speaker)
     reading.episodes = _episodes(result, chunk, said, marked)
     return reading
 
 
 def _touches(words: set[str], marked: list[set[str]]) -> bool:
-    """Whether most of `words` are words of something the answer marked sensitive."""
-    return any(words and len(words & m) >= SENSITIVE_SHARE * len(words) for m in marked)
+    """Whether `words` hold most of what the answer marked sensitive anywhere (names aside): "Bob has
+    diabetes, bring sugar-free snacks" repeats the sensitive "bob has diabetes"."""
+    return any(len(words & m) >= SENSITIVE_SHARE * len(m) for m in marked)
 
 
 def _support(words: set[str], texts: list[str]) -> float:

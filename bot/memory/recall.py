@@ -16,13 +16,16 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
 from xml.sax.saxutils import escape, quoteattr
 
-from bot.memory.models import Fact, ScoredFact
+from bot.memory.models import COMMUNITY_ID, Episode, Fact, ScoredFact, guild_id_of, iso, utcnow
 from bot.memory.ports import Embedder, Storage, StorageWorker
 from bot.memory.text import xml_safe
+from bot.memory.timespan import Span, time_span
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,7 @@ CONTEXT_WEIGHT = 0.3  # RECALL_CONTEXT_WEIGHT's default; see blend()
 _NAME_WORDS = re.compile(r"\w+", re.UNICODE)
 FACT_OVERHEAD_TOKENS = 12
 USER_OVERHEAD_TOKENS = 16
+EPISODES_PER_REPLY = 3
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ class Audience:
     def operator(cls) -> Audience:
         return cls(None, None, unrestricted=True)
 
-    def allows(self, fact: Fact) -> bool:
+    def allows(self, fact: Heard) -> bool:
         if self.unrestricted:
             return True
         if fact.sensitive and fact.user_id != self.owner_id:
@@ -68,11 +72,26 @@ class Audience:
         return keys is not None and all(self.can_read(key) for key in keys)
 
 
+class Heard(Protocol):
+    """What the audience rule reads of anything it may show: a fact, a community fact, an episode."""
+
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def sensitive(self) -> bool: ...
+    @property
+    def audience_keys(self) -> frozenset[str] | None: ...
+
+
 @dataclass
 class RecallResult:
+    """The block, and what is in it: people's facts by user id (the community's under COMMUNITY_ID)
+    and the conversations' episodes."""
+
     block: str
     facts: dict[str, list[ScoredFact]] = field(default_factory=dict)
     elapsed_ms: float = 0.0
+    episodes: list[Episode] = field(default_factory=list)
 
     @property
     def fact_ids(self) -> list[int]:
@@ -124,7 +143,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def within_budget(ranked: dict[str, list[ScoredFact]], budget: int) -> dict[str, list[ScoredFact]]:
-    """Round-robin over people, best fact first, so everyone gets a fair share of the token budget."""
+    """Round-robin over people (and the community), best fact first, so everyone gets a fair share of
+    the token budget."""
     chosen: dict[str, list[ScoredFact]] = {uid: [] for uid in ranked}
     spent = sum(USER_OVERHEAD_TOKENS for facts in ranked.values() if facts)
     queues = {uid: list(facts) for uid, facts in ranked.items()}
@@ -151,9 +171,16 @@ def learned_in(fact: Fact) -> str | None:
     return None
 
 
-def render_block(people: list[Participant], facts: dict[str, list[ScoredFact]]) -> str:
-    """The XML block; every value escaped so that a fact can never close a tag or add markup."""
-    if not any(facts.get(p.user_id) for p in people):
+def render_block(
+    people: list[Participant], facts: dict[str, list[ScoredFact]], episodes: Sequence[Episode] = ()
+) -> str:
+    """The XML block; every value escaped so that a fact can never close a tag or add markup.
+
+    People's facts under `<user>`, the server's own under `<community>` (newest first: when a rule or a
+    date changed, the newer fact is the one in force), what conversations were about under `<episodes>`.
+    """
+    community = sorted(facts.get(COMMUNITY_ID, []), key=lambda s: s.fact.recorded_at, reverse=True)
+    if not any(facts.get(p.user_id) for p in people) and not community and not episodes:
         return ""
     lines = ["<background_facts>"]
     for person in people:
@@ -163,16 +190,30 @@ def render_block(people: list[Participant], facts: dict[str, list[ScoredFact]]) 
         lines.append(
             f"  <user id={quoteattr(xml_safe(person.user_id))} name={quoteattr(xml_safe(person.name))}>"
         )
-        for s in own:
-            recorded = quoteattr(s.fact.recorded_at[:10])
-            where = learned_in(s.fact)
-            where_attr = f" learned_in={quoteattr(where)}" if where else ""
-            lines.append(
-                f'    <fact id="{s.fact.id}" recorded={recorded}{where_attr}>{escape(xml_safe(s.fact.text))}</fact>'
-            )
+        lines += [_fact_line(s.fact) for s in own]
         lines.append("  </user>")
+    if community:
+        lines.append("  <community>")
+        lines += [_fact_line(s.fact) for s in community]
+        lines.append("  </community>")
+    if episodes:
+        lines.append("  <episodes>")
+        for e in episodes:
+            span = f"from={quoteattr(e.started_at[:16].replace('T', ' '))} to={quoteattr(e.ended_at[:16].replace('T', ' '))}"
+            where = quoteattr(f"<#{e.origin.channel_id}>")
+            lines.append(
+                f'    <episode id="{e.id}" channel={where} {span}>{escape(xml_safe(e.summary))}</episode>'
+            )
+        lines.append("  </episodes>")
     lines.append("</background_facts>")
     return "\n".join(lines)
+
+
+def _fact_line(fact: Fact) -> str:
+    recorded = quoteattr(fact.recorded_at[:10])
+    where = learned_in(fact)
+    where_attr = f" learned_in={quoteattr(where)}" if where else ""
+    return f'    <fact id="{fact.id}" recorded={recorded}{where_attr}>{escape(xml_safe(fact.text))}</fact>'
 
 
 Hits = tuple[list[tuple[Fact, float]], list[Fact]]
@@ -200,6 +241,27 @@ def gather_hits(
         keyword_hits = store.keyword_search(scope, uid, query, pool, ignore=ignore) if query else []
         out[uid] = (vector_hits, keyword_hits)
     return out
+
+
+def gather_episodes(
+    store: Storage,
+    scope: str,
+    vector: list[float] | None,
+    span: Span | None,
+    *,
+    max_distance: float,
+    pool: int,
+) -> list[Episode]:
+    """Runs on the store's thread: the scope's episodes nearest the query, within the question's time
+    span when it names one (then whatever their topic, nearest first), best first."""
+    if span is not None:
+        since, until = iso(span[0]), iso(span[1])
+        if vector is None:
+            return store.episodes_between(scope, since, until, pool)
+        return [e for e, _ in store.episodes_near(scope, vector, pool, since=since, until=until)]
+    if vector is None:
+        return []
+    return [e for e, _ in store.episodes_near(scope, vector, pool, max_distance=max_distance)]
 
 
 def fuse_allowed(
@@ -268,6 +330,8 @@ class Recaller:
         context: str = "",
         vector: list[float] | None = None,
         limit: int | None = None,
+        community: bool = True,
+        now: datetime | None = None,
     ) -> RecallResult:
         """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
@@ -275,35 +339,64 @@ class Recaller:
         the talk (`blend`) and add keywords after the message's own. Both are embedded in one request.
         `vector`: the query's embedding when the caller already has it (many queries embedded at once).
         `limit`: facts per person, when not RECALL_FACTS_PER_PERSON (the model's own lookups).
+        `community`: in a server, also the server's community facts and the episodes of its conversations
+        (of the time the query names, `timespan`), under the same audience rule and budget.
         """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
-        if not people:
+        community = community and guild_id_of(scope) is not None
+        if not people and not community:
             return RecallResult("")
         query, context = query.strip(), context.strip()
         if vector is None and (query or context):
             vector = await self.query_vector(query, context)
+        span = time_span(query, now or utcnow()) if community else None
         if context:
             query = f"{query}\n{context}".strip()
+        owners = [p.user_id for p in people] + ([COMMUNITY_ID] if community else [])
         hits = await self.store.call(
             gather_hits,
             scope,
-            [p.user_id for p in people],
+            owners,
             vector,
             query,
             max_distance=self.max_distance,
             pool=max(self.pool, limit or 0),
             names={p.user_id: p.name for p in people},
         )
+        found = (
+            await self.store.call(
+                gather_episodes, scope, vector, span, max_distance=self.max_distance, pool=self.pool
+            )
+            if community
+            else []
+        )
         ranked = {
             uid: fuse_allowed(h, audience, limit or self.facts_per_person, self.keyword_weight)
             for uid, h in hits.items()
         }
-        chosen = within_budget(ranked, self.token_budget)
+        chosen = within_budget(ranked, self.token_budget - self._episode_share(found, audience))
+        episodes = self._episodes_within(found, audience)
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)
         del self.latencies_ms[:-1000]
-        return RecallResult(render_block(people, chosen), chosen, elapsed)
+        return RecallResult(render_block(people, chosen, episodes), chosen, elapsed, episodes)
+
+    def _episodes_within(self, found: list[Episode], audience: Audience) -> list[Episode]:
+        """The audience's episodes among those found, best first, at most EPISODES_PER_REPLY and a
+        third of the token budget (people's facts keep the rest)."""
+        chosen: list[Episode] = []
+        spent = 0
+        for episode in (e for e in found if audience.allows(e)):
+            cost = estimate_tokens(episode.summary) + FACT_OVERHEAD_TOKENS
+            if len(chosen) < EPISODES_PER_REPLY and spent + cost <= self.token_budget // 3:
+                chosen.append(episode)
+                spent += cost
+        return chosen
+
+    def _episode_share(self, found: list[Episode], audience: Audience) -> int:
+        episodes = self._episodes_within(found, audience)
+        return sum(estimate_tokens(e.summary) + FACT_OVERHEAD_TOKENS for e in episodes)
 
     async def query_vector(self, message: str, context: str) -> list[float]:
         """One embedding request for the message and its context, blended so the message dominates."""

@@ -517,14 +517,23 @@ class MemoryService:
         count_retrievals: bool = True,
         vector: list[float] | None = None,
         limit: int | None = None,
+        community: bool = True,
     ) -> RecallResult:
-        """Facts of the people present, opted-out people excluded; retrieval counts updated off the hot path.
+        """Facts of the people present, opted-out people excluded, and in a server the community's facts
+        and episodes (`community`); retrieval counts updated off the hot path.
 
         The operator's `recall` command looks without counting, so evaluating memory leaves it unchanged.
         """
         present = [p for p in people if not self.is_opted_out(scope, p.user_id)]
         result = await self.recaller.recall(
-            scope, present, query, audience=audience, context=context, vector=vector, limit=limit
+            scope,
+            present,
+            query,
+            audience=audience,
+            context=context,
+            vector=vector,
+            limit=limit,
+            community=community,
         )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))
@@ -554,7 +563,9 @@ class MemoryService:
                 person, [f for f in asked if f is not None and readable(f, scope, person, audience)]
             )
         if request.query:
-            found = await self.recall(scope, [person], request.query, audience=audience, limit=SEARCH_LIMIT)
+            found = await self.recall(
+                scope, [person], request.query, audience=audience, limit=SEARCH_LIMIT, community=False
+            )
             facts = [s.fact for s in found.facts.get(person.user_id, [])]
         else:
             newest = await self.store.call(Storage.list_facts, scope, person.user_id, limit=50)

@@ -1,0 +1,126 @@
+"""Community memory from a chunk: community facts and episodes, checked against what people said."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.memory.community import accept_community
+from bot.memory.extract import render_chunk
+from bot.memory.models import COMMUNITY_ID, BufferedMessage
+from bot.memory.prompts import ExtractionResult
+
+NOW = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)
+NAMES = {"11": "alice", "12": "bob"}
+
+
+def message(
+    n: int, author: str, text: str, *, channel: str = "c1", scope: str = "guild:1"
+) -> BufferedMessage:
+    return BufferedMessage(
+        message_id=f"9{n:03d}",
+        scope=scope,
+        channel_id=channel,
+        author_id=author,
+        author_name=NAMES.get(author, "memory-bot"),
+        content=text,
+        created_at=f"2026-11-24T14:{n:02d}:00Z",
+        is_bot=author == "bot",
+    )
+
+
+def accept(chunk: list[BufferedMessage], answer: dict[str, Any]) -> Any:
+    view = render_chunk(chunk, NOW)
+    result = ExtractionResult.model_validate({"facts": [], **answer})
+    return accept_community(
+        result, chunk, view.local_ids, lambda text: text.lower().startswith(("alice", "bob"))
+    )
+
+
+CHUNK = [
+    message(1, "11", "Game night moves to Fridays at 20:00 UTC from now on"),
+    message(2, "12", "Great, and the Minecraft server address is play.example.org"),
+    message(3, "bot", "Noted! Bob also told me in #staff that he is quitting"),
+    message(4, "12", "I have diabetes so bring snacks without sugar please"),
+    message(5, "11", "The tournament brackets are in the pinned post", channel="c2"),
+]
+
+
+def test_community_facts_kept_only_when_their_messages_say_them() -> None:
+    reading = accept(
+        CHUNK,
+        {
+            "community": [
+                {"text": "Game night is on Fridays at 20:00 UTC", "sources": ["m1"]},
+                {"text": "The Minecraft server address is play.example.org"},  # no sources: found
+                {"text": "Bob is quitting the server", "sources": ["m3"]},  # the bot's words, about bob
+                {"text": "The server bans swearing", "sources": ["m1"]},  # nobody said it
+                {"text": "Members share their medical needs", "sources": ["m4"], "sensitive": True},
+                {"text": "When is the next raid?", "sources": ["m2"]},
+            ]
+        },
+    )
+    kept = {f.text: f for f in reading.facts}
+    assert set(kept) == {
+        "Game night is on Fridays at 20:00 UTC",
+        "The Minecraft server address is play.example.org",
+    }
+    assert all(f.user_id == COMMUNITY_ID and f.scope == "guild:1" for f in reading.facts)
+    assert kept["Game night is on Fridays at 20:00 UTC"].source_message_ids == ["9001"]
+    assert kept["The Minecraft server address is play.example.org"].source_message_ids == ["9002"]
+
+
+def test_an_episode_per_channel_from_its_own_peoples_words_without_sensitive_points() -> None:
+    reading = accept(
+        CHUNK,
+        {
+            "facts": [{"speaker": "bob", "text": "bob has diabetes", "sources": ["m4"], "sensitive": True}],
+            "episodes": [
+                {
+                    "channel": 1,
+                    "points": [
+                        {"text": "Game night moves to Fridays at 20:00 UTC", "sources": ["m1"]},
+                        {"text": "Minecraft server address: play.example.org", "sources": ["m2"]},
+                        {"text": "Bob is quitting", "sources": ["m3"]},  # only the bot said it
+                        {"text": "Tournament brackets are pinned", "sources": ["m5"]},  # channel 2's words
+                        {
+                            "text": "Bob has diabetes, bring sugar-free snacks"
+                        },  # what the answer marked sensitive
+                        {"text": "Snacks without sugar requested", "sensitive": True},
+                    ],
+                },
+                {"channel": "channel 2", "points": [{"text": "Tournament brackets are in the pinned post"}]},
+                {"channel": 7, "points": [{"text": "Game night moves to Fridays"}]},  # no such channel
+            ],
+        },
+    )
+    by_channel = {e.origin.channel_id: e for e in reading.episodes}
+    assert set(by_channel) == {"c1", "c2"}
+    general = by_channel["c1"]
+    assert general.summary == (
+        "- Game night moves to Fridays at 20:00 UTC\n- Minecraft server address: play.example.org"
+    )
+    assert general.sources == {
+        "9001": "11",
+        "9002": "12",
+        "9004": "12",
+    }  # every person's message, not the bot's
+    assert (general.started_at, general.ended_at) == ("2026-11-24T14:01:00Z", "2026-11-24T14:04:00Z")
+    assert by_channel["c2"].summary == "- Tournament brackets are in the pinned post"
+
+
+def test_dms_keep_no_community_memory() -> None:
+    dm = [message(1, "11", "Game night moves to Fridays at 20:00 UTC", scope="dm")]
+    reading = accept(
+        dm,
+        {
+            "community": [{"text": "Game night moves to Fridays at 20:00 UTC", "sources": ["m1"]}],
+            "episodes": [{"channel": 1, "points": [{"text": "Game night moves to Fridays"}]}],
+        },
+    )
+    assert reading.facts == [] and reading.episodes == []
+
+
+def test_an_answer_without_community_parts_is_still_a_good_answer() -> None:
+    result = ExtractionResult.model_validate({"facts": []})
+    assert result.community == [] and result.episodes == []
