@@ -32,6 +32,7 @@ def memory_policy(settings: Settings) -> MemoryPolicy:
         recall=_fields(RecallPolicy, settings, "recall_"),
         consolidation=_fields(ConsolidationPolicy, settings, "consolidate_"),
         no_memory_marker=settings.memory_no_memory_marker,
+        community=settings.memory_community,
     )
 
 

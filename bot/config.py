@@ -49,6 +49,7 @@ class Settings:
     memory_flush_max_age_seconds: float = 600.0
     memory_flush_concurrency: int = 2
     memory_flush_min_messages: int = 20
+    memory_community: bool = True
     memory_flush_claim_seconds: float = 300.0
     memory_no_memory_marker: str = "!nomem"
     recall_facts_per_person: int = 6
@@ -137,6 +138,13 @@ def _database_url(raw: str) -> str:
         raise ValueError
     urlsplit(raw)  # a malformed one (an unclosed [ip]) raises ValueError
     return raw
+
+
+def _flag(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise ValueError
+    return value in ("true", "1", "yes", "on")
 
 
 def _positive_int(raw: str) -> int:
@@ -240,6 +248,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "memory_flush_max_age_seconds": (_non_negative_float, "a number of seconds such as 600"),
     "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
     "memory_flush_min_messages": (_positive_int, "a positive integer such as 20"),
+    "memory_community": (_flag, "true or false"),
     "memory_flush_claim_seconds": (_positive_float, "a positive number of seconds such as 300"),
     "shard_count": (_positive_int, "a positive integer: the bot's shards over all processes"),
     "shard_ids": (_shard_ids, "comma-separated shard numbers such as 0,1"),

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
-from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, utcnow
+from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, Purpose
 from bot.memory.prompts import (
-    EXTRACT_SYSTEM,
     ExtractionResult,
+    extract_system,
     extraction_prompt,
 )
 from bot.memory.text import (
@@ -129,10 +129,10 @@ class Extraction:
 
 
 async def extract_chunk(
-    llm: JsonModel, chunk: list[BufferedMessage], now: datetime | None = None
+    llm: JsonModel, chunk: list[BufferedMessage], now: datetime | None = None, *, community: bool = True
 ) -> Extraction:
-    """Ask the model for the chunk's durable facts, community facts and episodes, and keep only what
-    this chunk can vouch for (`accept_facts`, `community.accept_community`).
+    """Ask the model for the chunk's durable facts and (`community`, in a server) community facts and
+    episodes, and keep only what this chunk can vouch for (`accept_facts`, `accept_community`).
 
     No call is made when no human said anything worth reading. Model errors propagate, so the caller
     leaves the messages pending.
@@ -140,13 +140,20 @@ async def extract_chunk(
     if not any(not m.is_bot and worth_reading(m.content) for m in chunk):
         return Extraction()
     view = render_chunk(chunk, now or utcnow())
+    community = community and guild_id_of(chunk[0].scope) is not None
     result = await llm.generate_json(
-        Purpose.EXTRACT, system=EXTRACT_SYSTEM, prompt=view.prompt, schema=ExtractionResult
+        Purpose.EXTRACT,
+        system=extract_system(community=community),
+        prompt=view.prompt,
+        schema=ExtractionResult,
     )
-    community = accept_community(
+    facts = accept_facts(result, chunk, view)
+    if not community:
+        return Extraction(facts)
+    told = accept_community(
         result, chunk, view.local_ids, lambda text: _named_subject(text, view) is not None
     )
-    return Extraction(accept_facts(result, chunk, view) + community.facts, community.episodes)
+    return Extraction(facts + told.facts, told.episodes)
 
 
 def _speaker_of(value: str, view: ChunkView, humans: dict[str, str]) -> str | None:

@@ -33,4 +33,5 @@ class MemoryPolicy:
     recall: RecallPolicy = field(default_factory=RecallPolicy)
     consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
     no_memory_marker: str = "!nomem"  # a message starting with it is never remembered
+    community: bool = True  # servers' community facts and episodes (MEMORY_COMMUNITY)
     settings_poll_seconds: float = 0.5  # how soon a change made by another process is honoured here

@@ -468,7 +468,7 @@ class MemoryService:
         if isolation is not None and isolation.expired():
             return Reading(left=part)
         try:
-            extraction = await extract_chunk(self.llm, part)
+            extraction = await extract_chunk(self.llm, part, community=self.policy.community)
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
