@@ -39,6 +39,7 @@ from bot.memory.models import (
     AppliedChange,
     BufferedMessage,
     Decision,
+    Episode,
     Fact,
     FactStatus,
     GuildSettings,
@@ -677,6 +678,32 @@ class MemoryService:
         return await self.store.call(
             Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=limit, offset=offset
         )
+
+    async def list_episodes(
+        self,
+        scope: str,
+        *,
+        channel_ids: Collection[str] | None = None,
+        since: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[Episode]:
+        """A server's episodes, newest first (only those of `channel_ids`, and ending after `since`)."""
+        return await self.store.call(
+            Storage.list_episodes, scope, channel_ids=channel_ids, since=since, limit=limit, offset=offset
+        )
+
+    async def forget_episode(self, scope: str, episode_id: int, *, actor: str) -> bool:
+        """Hard-delete one episode of a server; whether it was there."""
+        return await self.store.call(Storage.forget_episode, scope, episode_id, actor)
+
+    async def correct_episode(self, scope: str, episode_id: int, summary: str) -> Episode | None:
+        """Replace an episode's summary (an admin's correction), re-embedded; the old words leave no trace."""
+        summary = clean(summary, len(summary))
+        if not worth_reading(summary):
+            raise ValueError("the corrected summary is empty")
+        [vector] = await self.embedder.embed([summary], "document")
+        return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector)
 
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""
