@@ -18,6 +18,7 @@ from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ModelError
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, DatabaseError
+from bot.storage.errors import MigrationRefused as MigrationRefused  # for the CLI: a refusal, not a cut
 from bot.storage.locations import backend_for
 from bot.storage.migration import MigrationReport, copy_database
 
