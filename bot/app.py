@@ -19,6 +19,7 @@ from bot.memory.ports import ModelError
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError
+from bot.storage.errors import MigrationRefused as MigrationRefused  # for the CLI: a refusal, not a cut
 from bot.storage.locations import backend_for
 from bot.storage.migration import MigrationReport, copy_database
 

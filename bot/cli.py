@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.app import (
+    MigrationRefused,
     database_backend,
     database_exists,
     failure_line,
@@ -189,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Copies every fact with its history, vectors, sources and events, the message buffer, people and "
             "opt-outs, server settings and personas into a PostgreSQL database with pgvector, then counts "
-            "the rows on both sides. Run it with the bot stopped. Interrupted, run it again: it carries on. "
+            "the rows on both sides. Run it with the bot stopped. Interrupted, run it again: it carries on, "
+            "removing and updating what changed in the file meanwhile. "
             "Then set DATABASE_URL to the same URL and start the bot."
         ),
     )
@@ -817,17 +819,33 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
     try:
         report = migrate_database(settings, target, into_non_empty=args.into_non_empty, progress=progress)
+    except MigrationRefused as exc:
+        raise CliError(failure_line(target, exc)) from None
     except failures(target) as exc:
         raise CliError(failure_line(target, exc) + " (run the same command again to carry on)") from None
     rows = {table: (report.source_rows[table], report.target_rows[table]) for table in report.source_rows}
+    removed = {table: n for table, n in report.removed.items() if n}
+    updated = {table: n for table, n in report.updated.items() if n}
     human = [f"{table}: {copied:,} of {total:,}" for table, (total, copied) in rows.items()]
+    human += [f"{table}: removed {n:,} no longer in the source" for table, n in removed.items()]
+    human += [f"{table}: updated {n:,} changed in the source" for table, n in updated.items()]
     human.append(
         f"copied {settings.database_path} into {target.database_shown}; every table adds up. Set "
         "DATABASE_URL to it and start the bot."
         if report.verified
         else "the counts differ (above): run the same command again to carry on"
     )
-    _emit(args, {"verified": report.verified, "resumed": report.resumed, "tables": rows}, human)
+    _emit(
+        args,
+        {
+            "verified": report.verified,
+            "resumed": report.resumed,
+            "tables": rows,
+            "removed": removed,
+            "updated": updated,
+        },
+        human,
+    )
     return 0 if report.verified else EXIT_PROBLEM
 
 

@@ -36,7 +36,8 @@ from typing import Any, Protocol, TextIO
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, chat_persona, fit_turns, with_recalled
+from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
+from bot.llm.reply import QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
 from bot.memory.models import (
     TERMINAL_SCOPE,
@@ -58,8 +59,6 @@ from bot.memory.text import MAX_NAME_CHARS, clean, looks_blank, strip_background
 log = logging.getLogger(__name__)
 
 TERMINAL_QUIET_SECONDS = 30.0  # one person at a keyboard: learn after half a minute of quiet at most
-RECALL_DEADLINE_SECONDS = 5.0  # as in Discord: past this the reply goes without memory
-QUERY_TURNS = 3  # the line answered and the two before it, as the Discord chat searches
 CLOSE_SECONDS = 5.0
 MAX_LISTED = 1_000
 BOT_USER_ID = "0"  # the bot's own turns, kept as context for extraction only
@@ -225,6 +224,25 @@ def terminal_kept(stdin: TextIO) -> Iterator[None]:
                 termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+class Printed:
+    """The reply as the terminal shows it (the reply use case's sink): each piece written as it comes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.text = ""
+
+    async def add(self, piece: str) -> None:
+        self.text += piece
+        self.out.write(piece)
+        self.out.flush()
+
+    def end_line(self) -> None:
+        """End the line the reply left open, so what follows starts on a line of its own."""
+        if self.text and not self.text.endswith("\n"):
+            self.out.write("\n")
+            self.out.flush()
+
+
 class TerminalChat:
     """One person's chat session: replies with memory, the commands, and what was learned meanwhile."""
 
@@ -239,7 +257,12 @@ class TerminalChat:
         err: TextIO,
     ) -> None:
         self.memory = memory
-        self.model = model
+        self.replier = Replier(
+            memory,
+            model,
+            turn_max_chars=settings.chat_turn_max_chars,
+            prompt_max_chars=settings.chat_prompt_max_chars,
+        )
         self.settings = settings
         self.name = name
         self.user_id = local_user_id(name)
@@ -311,47 +334,39 @@ class TerminalChat:
     # ---- replying --------------------------------------------------------------------------------------
 
     async def reply(self, text: str) -> None:
-        """Capture the line, recall what is known, stream the answer as it comes; the answer is captured
-        as context when the line was (a line kept out with the no-memory marker keeps it out too)."""
+        """Capture the line, answer it as the Discord chat would (recall, the model's lookups), stream the
+        answer as it comes; the answer is captured as context when the line was (a line kept out with the
+        no-memory marker keeps it out too)."""
         said = self.message(text)
         captured = self.memory.capture(said)
-        system = await self.system_instruction(text)
+        earlier = list(self.said)
         self.said.append(text)
         del self.said[:-QUERY_TURNS]
         self.remember_turn("user", f"{self.name}: {text}")
-        turns = self.turns(self.settings.chat_prompt_max_chars - len(system))
-        answer, calls = "", []
+        printed = Printed(self.out)
         try:
-            stream = self.model.chat_stream(system=system, turns=turns, tools=(REMEMBER_TOOL, FORGET_TOOL))
-            async with contextlib.aclosing(stream):
-                async for delta in stream:
-                    if isinstance(delta, ToolCall):
-                        calls.append(delta)
-                    else:
-                        answer += delta
-                        self.out.write(delta)
-                        self.out.flush()
+            answer = await self.replier.reply(self.request(text, earlier), printed)
         except ModelRefusal:
-            self.end_line(answer)
+            printed.end_line()
             self.error("Gemini refused to answer that one.")
             return
         except ModelError as exc:
-            self.end_line(answer)
+            printed.end_line()
             self.error(gemini_problem(exc, self.settings))
             return
-        self.end_line(answer)
-        if calls:  # an explicit request is answered in the bot's own words, never claimed by the model
-            said_back = await self.use_tools(calls, text)
+        printed.end_line()
+        if answer.calls:  # an explicit request is answered in the bot's own words, never claimed by the model
+            said_back = await self.use_tools(answer.calls, text)
             self.write(said_back)
             self.remember_turn("model", said_back)
-        elif looks_blank(answer):
+        elif looks_blank(answer.text):
             self.error("Gemini returned an empty answer; try again.")
         else:
-            self.remember_turn("model", answer)
+            self.remember_turn("model", answer.text)
             if captured:
                 self.memory.capture(
                     replace(
-                        self.message(answer),
+                        self.message(answer.text),
                         author_id=BOT_USER_ID,
                         author_name=BOT_NAME,
                         is_bot=True,
@@ -359,36 +374,25 @@ class TerminalChat:
                     )
                 )
 
-    async def system_instruction(self, text: str) -> str:
-        """The Discord chat's: persona, memory guide and the recalled facts of this person only."""
-        persona = chat_persona(self.settings.bot_persona, utcnow(), memory_on=True)
-        context = "\n".join(self.said[-(QUERY_TURNS - 1) :])[-2000:]
-        try:
-            async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
-                recalled = await self.memory.recall(
-                    TERMINAL_SCOPE,
-                    [Participant(self.user_id, self.name)],
-                    text[:2000],
-                    context=context,
-                    audience=Audience(self.user_id),  # a private place of the person's, like their DMs
-                )
-        except Exception as exc:
-            reason = (
-                f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
-            )
-            log.warning("recall failed; answering without memory: %s", reason)
-            return persona
-        return with_recalled(persona, recalled.block)
+    def request(self, text: str, earlier: list[str]) -> ReplyRequest:
+        """The Discord chat's reply for one person: their facts only, in a private place of theirs (as
+        their DMs: sensitive ones included), which search_memory looks into too."""
+        return ReplyRequest(
+            scope=TERMINAL_SCOPE,
+            people=[Participant(self.user_id, self.name)],
+            persona=self.settings.bot_persona,
+            memory_on=True,
+            query=text,
+            earlier=earlier,
+            audience=ready(Audience(self.user_id)),
+            said=ready(list(self.history)),
+        )
 
     def remember_turn(self, role: str, text: str) -> None:
         text = clean(strip_background_blocks(text), self.settings.chat_turn_max_chars)
         if text:
             self.history.append(ChatTurn("model" if role == "model" else "user", text))
             del self.history[: -self.settings.chat_history_limit]
-
-    def turns(self, room: int) -> list[ChatTurn]:
-        """The newest turns that fit in `room` characters, as the Discord chat sends them."""
-        return fit_turns(self.history, room)
 
     async def use_tools(self, calls: list[ToolCall], text: str) -> str:
         """Do what the person explicitly asked in words: remember now, or show what a forget would
@@ -501,10 +505,6 @@ class TerminalChat:
     def write(self, text: str) -> None:
         self.out.write(text + "\n")
         self.out.flush()
-
-    def end_line(self, streamed: str) -> None:
-        if streamed and not streamed.endswith("\n"):
-            self.write("")
 
     def error(self, text: str) -> None:
         self.out.flush()

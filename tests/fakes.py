@@ -1,16 +1,17 @@
-"""In-process fakes for unit tests: an embedder whose vectors the test chooses, and a scripted JSON model."""
+"""In-process fakes for unit tests: an embedder whose vectors the test chooses, a scripted JSON model, and a
+scripted chat model."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from bot.memory.ports import ModelError, Purpose
+from bot.memory.ports import ChatTool, ChatTurn, ModelError, Purpose, ToolCall
 from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
@@ -92,3 +93,27 @@ class FakeLLM:
 
     def count(self, purpose: Purpose) -> int:
         return sum(1 for p, _ in self.calls if p is purpose)
+
+
+class Scripted:
+    """A chat model answering each request with the next scripted list of pieces; an exception in the
+    list is raised there, as a stream failing midway. `closed` counts the streams closed early or not."""
+
+    def __init__(self, *answers: list[str | ToolCall | Exception]) -> None:
+        self.answers = list(answers)
+        self.requests: list[tuple[list[ChatTurn], list[str]]] = []
+        self.systems: list[str] = []
+        self.closed = 0
+
+    async def chat_stream(
+        self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
+    ) -> AsyncGenerator[str | ToolCall, None]:
+        self.requests.append((list(turns), [t.name for t in tools]))
+        self.systems.append(system)
+        try:
+            for piece in self.answers.pop(0):
+                if isinstance(piece, Exception):
+                    raise piece
+                yield piece
+        finally:
+            self.closed += 1

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import time
-from typing import Any
 
 import discord
 from discord.ext import commands
@@ -15,14 +15,13 @@ from discord.ext import commands
 from bot.attachments import AttachmentReader, attachment_limits
 from bot.client import MemoryBot
 from bot.cogs import telling
-from bot.cogs.conversation import chat_turns, recall_query
+from bot.cogs.conversation import recall_query, said_turns
 from bot.discord_text import speaker_name, streaming_parts
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL, SEARCH_MEMORY_TOOL, chat_persona, with_recalled
-from bot.llm.tool_rounds import ToolHandler, answer_with_tools
-from bot.memory.lookup import LookupRequest
-from bot.memory.models import BufferedMessage, guild_scope, iso, utcnow
+from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
+from bot.llm.reply import Replier, ReplyRequest
+from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.ports import (
-    ChatTool,
+    ChatTurn,
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
@@ -30,14 +29,13 @@ from bot.memory.ports import (
     TurnPart,
     usage_scope,
 )
-from bot.memory.recall import Audience, Participant
+from bot.memory.recall import Participant
 from bot.memory.remembering import asks_to_remember
 from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading
 
 log = logging.getLogger(__name__)
 
 EDIT_INTERVAL_SECONDS = 1.5
-RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
 KEY_REJECTED_LOG = (
@@ -64,6 +62,12 @@ class Chat(commands.Cog):
         settings = bot.settings
         # One reader for every reply: what it prepared for an attachment is kept for the next replies.
         self._attachments = AttachmentReader(attachment_limits(settings))
+        self.replier = Replier(
+            bot.memory,
+            bot.gemini,
+            turn_max_chars=settings.chat_turn_max_chars,
+            prompt_max_chars=settings.chat_prompt_max_chars,
+        )
         # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
         self._replies: commands.CooldownMapping[discord.Message] | None = None
         self._notices: commands.CooldownMapping[discord.Message] | None = None
@@ -307,13 +311,6 @@ class Chat(commands.Cog):
     def memory_on(self, message: discord.Message) -> bool:
         return message.guild is None or self.bot.memory.guild(str(message.guild.id)).memory_enabled
 
-    def tools(self, message: discord.Message, *, lookup: bool) -> tuple[ChatTool, ...]:
-        """What the model may ask the bot to do, where memory is on: remember or forget for the author,
-        and look further into the memories of the people present (`lookup`: when recall worked)."""
-        if not self.memory_on(message):
-            return ()
-        return (REMEMBER_TOOL, FORGET_TOOL, SEARCH_MEMORY_TOOL) if lookup else (REMEMBER_TOOL, FORGET_TOOL)
-
     def persona(self, message: discord.Message) -> str:
         """The persona in force where `message` was said: the channel's, the server's, else BOT_PERSONA."""
         if message.guild is None:
@@ -324,50 +321,27 @@ class Chat(commands.Cog):
         )
         return chosen or self.bot.settings.bot_persona
 
-    async def system_instruction(
-        self, message: discord.Message, messages: list[discord.Message]
-    ) -> tuple[str, ToolHandler | None]:
-        """The persona, the memory guide and the recalled block; and the handler of the model's memory
-        lookups, which answers under the block's audience (None when memory is off or recall failed)."""
-        persona = chat_persona(self.persona(message), utcnow(), memory_on=self.memory_on(message))
-        if not self.memory_on(message):
-            return persona, None
-        query, context = recall_query(message, messages, me=self.me(message))
-        scope, people = scope_of(message), self.participants(messages, message)
-        try:
-            async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
-                audience = await self.bot.audience.for_message(message)
-                recalled = await self.bot.memory.recall(
-                    scope, people, query, context=context, audience=audience
-                )
-        except Exception as exc:
-            self.bot.memory.recall_failures += 1
-            reason = (
-                f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
-            )
-            log.warning("recall failed; answering without memory: %s", reason)
-            return persona, None
-        lookup = self.lookup(scope, people, audience, frozenset(recalled.fact_ids))
-        return with_recalled(persona, recalled.block), lookup
+    def request(self, message: discord.Message, messages: list[discord.Message]) -> ReplyRequest:
+        """The reply's request: this place's persona and switch, the people present, what recall looks
+        for, the audience from current permissions, and the turns with their attachments."""
+        query, earlier = recall_query(message, messages, me=self.me(message))
+        return ReplyRequest(
+            scope=scope_of(message),
+            people=self.participants(messages, message),
+            persona=self.persona(message),
+            memory_on=self.memory_on(message),
+            query=query,
+            earlier=earlier,
+            audience=functools.partial(self.bot.audience.for_message, message),
+            said=functools.partial(self.said, message, messages),
+        )
 
-    def lookup(
-        self, scope: str, people: list[Participant], audience: Audience, shown: frozenset[int]
-    ) -> ToolHandler:
-        """The search_memory handler of one reply: the engine's lookup among the reply's people, under
-        its audience; a failure is an answer telling the model to go on without it."""
-
-        async def search(call: ToolCall) -> dict[str, Any]:
-            request = LookupRequest.from_args(call.args)
-            try:
-                async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
-                    return await self.bot.memory.search_memory(
-                        scope, people, request, audience=audience, shown=shown
-                    )
-            except Exception as exc:
-                log.warning("a memory lookup failed; the reply goes on without it: %r", exc)
-                return {"error": "memory cannot be searched just now; answer without it"}
-
-        return search
+    async def said(self, message: discord.Message, messages: list[discord.Message]) -> list[ChatTurn]:
+        """The conversation's turns, with what people attached (read while recall runs)."""
+        attached = await self.attachments(message, messages)
+        return said_turns(
+            messages, me=self.bot.user, turn_limit=self.bot.settings.chat_turn_max_chars, attached=attached
+        )
 
     # ---- replying ----------------------------------------------------------------------------------------------
 
@@ -382,50 +356,20 @@ class Chat(commands.Cog):
                 await message.reply(NO_TEXT_REPLY, mention_author=False)
             return
         sent: list[discord.Message] = []
-        text = ""
-        last_sync = 0.0
         try:
             async with message.channel.typing():
                 messages = await self.conversation(message)
                 # A reply may repeat anything said in the conversation: if some of it was kept out of
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
-                (system, lookup), attached = await asyncio.gather(
-                    self.system_instruction(message, messages), self.attachments(message, messages)
-                )
-                turns = chat_turns(
-                    messages,
-                    me=self.bot.user,
-                    turn_limit=self.bot.settings.chat_turn_max_chars,
-                    room=self.bot.settings.chat_prompt_max_chars - len(system),
-                    attached=attached,
-                )
-                stream = answer_with_tools(
-                    self.bot.gemini,
-                    system=system,
-                    turns=turns,
-                    tools=self.tools(message, lookup=lookup is not None),
-                    handlers={SEARCH_MEMORY_TOOL.name: lookup} if lookup is not None else {},
-                )
-                calls: list[ToolCall] = []
-                async with contextlib.aclosing(stream):  # a failed send closes the Gemini request too
-                    async for delta in stream:
-                        if isinstance(delta, ToolCall):
-                            calls.append(delta)
-                            continue
-                        # A new piece means the text so far is not the end: shown with the marker.
-                        if not looks_blank(text) and time.monotonic() - last_sync >= EDIT_INTERVAL_SECONDS:
-                            await self.show(message, sent, text, remember=remember, final=False)
-                            last_sync = time.monotonic()
-                        text += delta
-            if calls:  # the bot answers an explicit request in its own words, not the model's
-                await self.use_tools(message, sent, calls)
+                shown = Streamed(self, message, sent, remember=remember)
+                answer = await self.replier.reply(self.request(message, messages), shown)
+            if answer.calls:  # the bot answers an explicit request in its own words, not the model's
+                await self.use_tools(message, sent, answer.calls)
                 return
-            if looks_blank(text):  # whitespace and zero-width characters would post a blank-looking message
+            if looks_blank(answer.text):  # blank-looking (whitespace, zero-width characters): not a reply
                 raise ModelError("Gemini returned an empty answer")
-            if sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
-                await asyncio.sleep(max(0.0, last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-            await self.show(message, sent, text, remember=remember, final=True)
+            await shown.finish()
         except ModelRefusal as exc:
             log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
@@ -548,6 +492,34 @@ class Chat(commands.Cog):
             await self.swap(trigger, sent, text)
         except discord.HTTPException as exc:
             log.warning("could not send the failure notice: %s", exc)
+
+
+class Streamed:
+    """A reply as Discord shows it while it streams (the use case's sink): the sent messages edited at
+    most every EDIT_INTERVAL_SECONDS, the last part with the streaming marker until `finish`."""
+
+    def __init__(
+        self, chat: Chat, trigger: discord.Message, sent: list[discord.Message], *, remember: bool
+    ) -> None:
+        self.chat = chat
+        self.trigger = trigger
+        self.sent = sent
+        self.remember = remember
+        self.text = ""
+        self.last_sync = 0.0
+
+    async def add(self, piece: str) -> None:
+        # A new piece means the text so far is not the end: shown with the marker.
+        if not looks_blank(self.text) and time.monotonic() - self.last_sync >= EDIT_INTERVAL_SECONDS:
+            await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=False)
+            self.last_sync = time.monotonic()
+        self.text += piece
+
+    async def finish(self) -> None:
+        """Show the whole text without the marker."""
+        if self.sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
+            await asyncio.sleep(max(0.0, self.last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
+        await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=True)
 
 
 async def setup(bot: MemoryBot) -> None:

@@ -7,3 +7,7 @@ class DatabaseError(Exception):
 
 class EmbeddingMismatchError(DatabaseError):
     """The database holds vectors of another model or dimension than the one configured."""
+
+
+class MigrationRefused(DatabaseError):
+    """A copy between databases that must not start: the message says why and what to do instead."""

@@ -6,10 +6,15 @@ sources, events, the message buffer, people and opt-outs, server settings, ignor
 and the bot's state. The text index is not copied but rebuilt from the active facts by the target's own
 hook, as its writes would. Leases (`claims`) belong to running processes and stay behind.
 
-Every insert skips a row that is already there, and each batch is one transaction, so an interrupted
-copy is resumed by running the same command again. The target must be empty unless it holds an earlier
-run of this very copy (its `meta` says which file it came from) or the operator asks for a merge. At the
-end the rows of every table are counted on both sides.
+Each batch is one transaction, so an interrupted copy is resumed by running the same command again (the
+target's `meta` names the file and the state of the copy). The source may have changed in between: a
+copy, first or resumed, ends with the target equal to the source. Rows the source no longer holds are
+deleted from the target first (facts as a forget deletes them, with their words, and the text tables
+vacuumed), and rows changed since are rewritten (a changed fact leaves the text index and comes back with
+its new words if active). At the end the rows of every table are counted on both sides; a copy that adds
+up is finished, and a finished copy is never copied over again: the bot may have written to it since.
+The target must be empty unless it holds an unfinished run of this very copy or the operator asks for a
+merge, which adds the rows the target lacks and changes or removes none of its own.
 """
 
 from __future__ import annotations
@@ -20,14 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.storage.errors import DatabaseError
+from bot.storage.errors import MigrationRefused
 from bot.storage.sql.meta import read_meta, set_meta
 from bot.storage.sql.rows import scalar, select
 from bot.storage.sql.store import SqlStore
 
 BATCH = 1000
+MAX_PARAMETERS = 30_000  # per statement (PostgreSQL takes at most 65,535)
 SOURCE_KEY = "migrated_from"  # in the target's meta: the file an (interrupted) copy came from
+STATE_KEY = "migration_state"  # in the target's meta: COPYING, MERGING or FINISHED
+COPYING, MERGING, FINISHED = "copying", "merging", "finished"
 EMBEDDING_META = ("embedding_model", "embedding_dimensions")  # the target records them when it opens
+OWN_META = (SOURCE_KEY, STATE_KEY, *EMBEDDING_META)  # the target's own, never the source's
 
 # (table, key columns): in an order that inserts every row after the rows it refers to.
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -45,15 +54,22 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pending_messages", ("seq",)),
 )
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding")}
+WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages")  # people's words
+LINKED_LATER = {("facts", "superseded_by")}  # the fact it points to may be newer: `_link_history` sets it
 
 
 @dataclass
 class MigrationReport:
-    """Rows per table on both sides after the copy; `resumed` when an earlier run had begun it."""
+    """Rows per table on both sides after the copy, and what the copy reconciled: rows removed from the
+    target because the source no longer holds them, rows updated because they changed in the source.
+    `resumed` when an earlier run had begun it, `merged` when it added to a database's own memory."""
 
     source_rows: dict[str, int] = field(default_factory=dict)
     target_rows: dict[str, int] = field(default_factory=dict)
+    removed: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
     resumed: bool = False
+    merged: bool = False
 
     @property
     def verified(self) -> bool:
@@ -69,44 +85,77 @@ def migrate(
     batch: int = BATCH,
     progress: Callable[[str, int], None] | None = None,
 ) -> MigrationReport:
-    """Copy `source` (an SQLite store) into `target`, resumably, and count both sides.
+    """Copy `source` (an SQLite store) into `target`, resumably, reconcile what changed, and count both sides.
 
     `progress(table, rows copied so far)` is called after each batch.
     """
-    meta = read_meta(source.conn)
-    if "reembed_target" in meta:
-        raise DatabaseError(
-            "a re-embedding of the source was interrupted; finish it (python -m bot reembed) first"
-        )
-    if target.embedding_meta() != source.embedding_meta():
-        raise DatabaseError(
-            f"the target holds vectors of {target.embedding_meta()[0]}, the source of "
-            f"{source.embedding_meta()[0]}: copy into an empty database"
-        )
-    report = MigrationReport(resumed=read_meta(target.conn).get(SOURCE_KEY) == source_name)
-    if not report.resumed and not into_non_empty and _holds_anything(target):
-        raise DatabaseError(
-            "the target database already holds memory; copy into an empty database, or pass "
-            "--into-non-empty to add this one to it (rows with the same keys are kept as they are)"
-        )
+    _check_embeddings(source, target)
+    state, resumed = _state(read_meta(target.conn), source_name, into_non_empty, _holds_anything(target))
+    report = MigrationReport(resumed=resumed, merged=state == MERGING)
     with target.conn.transaction():
         set_meta(target.conn, SOURCE_KEY, source_name)
+        set_meta(target.conn, STATE_KEY, state)
+    if not report.merged:
+        for table, key in reversed(TABLES):  # rows referring to others first
+            report.removed[table] = _remove_missing(source, target, table, key, batch)
     for table, key in TABLES:
-        copied = 0
+        copied = report.updated[table] = 0
         for rows in _batches(source, table, key, batch):
-            _insert(target, table, [_converted(table, row) for row in rows])
+            report.updated[table] += _write(
+                target, table, key, [_converted(table, row) for row in rows], update=not report.merged
+            )
             copied += len(rows)
             if progress:
                 progress(table, copied)
-    _link_history(source, target, batch)
+    _link_history(source, target, batch, merge=report.merged)
     _index_active_words(target, batch)
-    _reset_identities(target)
+    _reset_identities(source, target)
+    if any(report.removed.values()) or any(report.updated.get(table) for table in WORDS_TABLES):
+        target._scrub(everything=True)  # removed and replaced words leave the files, as after a forget
     for table, _ in TABLES:
         report.source_rows[table] = _count(source, table)
         report.target_rows[table] = _count(target, table)
     # The meta rows differ by design: the target keeps where it came from.
-    report.target_rows["meta"] -= 1
+    report.target_rows["meta"] -= 2
+    if report.verified:
+        with target.conn.transaction():
+            set_meta(target.conn, STATE_KEY, FINISHED)
     return report
+
+
+def _check_embeddings(source: SqlStore, target: SqlStore) -> None:
+    """Vectors of one model only: the source's re-embedding finished, and the target's model the same."""
+    if "reembed_target" in read_meta(source.conn):
+        raise MigrationRefused(
+            "a re-embedding of the source was interrupted; finish it (python -m bot reembed) first"
+        )
+    if target.embedding_meta() != source.embedding_meta():
+        raise MigrationRefused(
+            f"the target holds vectors of {target.embedding_meta()[0]}, the source of "
+            f"{source.embedding_meta()[0]}: copy into an empty database"
+        )
+
+
+def _state(meta: dict[str, str], source_name: str, into_non_empty: bool, holds: bool) -> tuple[str, bool]:
+    """What this run does (COPYING or MERGING) and whether it resumes an earlier run; refused when the
+    target holds other memory, or a finished copy the bot may have changed since."""
+    earlier = meta.get(STATE_KEY, COPYING) if meta.get(SOURCE_KEY) == source_name else None
+    if earlier in (COPYING, MERGING):
+        return earlier, True
+    if earlier == FINISHED and not into_non_empty:
+        raise MigrationRefused(
+            f"the target database already holds a finished copy of {source_name}; the bot may have "
+            "changed it since, and copying again would undo that (bringing back what was forgotten "
+            "there): copy into an empty database"
+        )
+    if not holds:
+        return COPYING, False
+    if into_non_empty:
+        return MERGING, False
+    raise MigrationRefused(
+        "the target database already holds memory; copy into an empty database, or pass "
+        "--into-non-empty to add this one to it (rows with the same keys are kept as they are)"
+    )
 
 
 def _holds_anything(store: SqlStore) -> bool:
@@ -117,19 +166,55 @@ def _count(store: SqlStore, table: str) -> int:
     return int(scalar(store.conn, f"SELECT count(*) FROM {table}"))
 
 
-def _batches(store: SqlStore, table: str, key: tuple[str, ...], size: int) -> Iterator[list[Any]]:
+def _batches(
+    store: SqlStore, table: str, key: tuple[str, ...], size: int, columns: Sequence[str] = ("*",)
+) -> Iterator[list[Any]]:
     """The table's rows in key order, `size` at a time (keyset paging: no OFFSET rescans)."""
-    columns = ", ".join(key)
+    ordered = ", ".join(key)
     after: tuple[Any, ...] | None = None
     while True:
-        where = f"WHERE ({columns}) > ({', '.join('?' * len(key))}) " if after is not None else ""
+        where = f"WHERE ({ordered}) > ({', '.join('?' * len(key))}) " if after is not None else ""
         rows = select(
-            store.conn, f"SELECT * FROM {table} {where}ORDER BY {columns} LIMIT ?", (*(after or ()), size)
+            store.conn,
+            f"SELECT {', '.join(columns)} FROM {table} {where}ORDER BY {ordered} LIMIT ?",
+            (*(after or ()), size),
         )
         if not rows:
             return
         yield rows
         after = tuple(rows[-1][k] for k in key)
+
+
+def _remove_missing(source: SqlStore, target: SqlStore, table: str, key: tuple[str, ...], size: int) -> int:
+    """Delete the target's rows whose keys the source no longer holds (forgotten, deleted, dropped since an
+    earlier run copied them); facts go as a forget deletes them. Returns how many went."""
+    removed = 0
+    for rows in _batches(target, table, key, size, key):
+        keys = [tuple(r[k] for k in key) for r in rows if table != "meta" or r["key"] not in OWN_META]
+        held = _held(source, table, key, keys)
+        if gone := [k for k in keys if k not in held]:
+            with target.conn.transaction():
+                if table == "facts":
+                    target._delete_facts([fact_id for (fact_id,) in gone])
+                else:
+                    match = " AND ".join(f"{k} = ?" for k in key)
+                    target.conn.executemany(f"DELETE FROM {table} WHERE {match}", gone)
+            removed += len(gone)
+    return removed
+
+
+def _held(
+    store: SqlStore, table: str, key: tuple[str, ...], keys: Sequence[tuple[Any, ...]]
+) -> set[tuple[Any, ...]]:
+    """Which of `keys` the table holds."""
+    if not keys:
+        return set()
+    columns = ", ".join(key)
+    rows = ", ".join(f"({', '.join('?' * len(key))})" for _ in keys)
+    found = store.conn.execute(
+        f"SELECT {columns} FROM {table} WHERE ({columns}) IN (VALUES {rows})", [v for k in keys for v in k]
+    ).fetchall()
+    return {tuple(row) for row in found}
 
 
 def _converted(table: str, row: Any) -> dict[str, Any]:
@@ -142,38 +227,69 @@ def _converted(table: str, row: Any) -> dict[str, Any]:
             values[column] = array("f", values[column]).tolist()
     if table == "facts":
         values["superseded_by"] = None
-    if table == "meta" and values["key"] in EMBEDDING_META:
+    if table == "meta" and values["key"] in OWN_META:
         return {}
     return values
 
 
-def _insert(target: SqlStore, table: str, rows: Sequence[dict[str, Any]]) -> None:
+def _write(
+    target: SqlStore, table: str, key: tuple[str, ...], rows: Sequence[dict[str, Any]], *, update: bool
+) -> int:
+    """Insert rows the target lacks and, when `update`, rewrite those that differ from the source's; a
+    rewritten fact leaves the text index (`_index_active_words` puts it back, with its words, if active).
+    Returns how many rows were rewritten."""
     rows = [r for r in rows if r]
     if not rows:
-        return
+        return 0
     columns = list(rows[0])
-    marks = ", ".join("?" for _ in columns)
-    vectors = [c for c in columns if (table, c) in VECTOR_COLUMNS]
-    with target.conn.transaction():
-        target.conn.executemany(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-            [
-                tuple(target._vector(r[c]) if c in vectors and r[c] is not None else r[c] for c in columns)
-                for r in rows
-            ],
+    changing = [c for c in columns if c not in key and (table, c) not in LINKED_LATER] if update else []
+    conflict = "DO NOTHING"
+    if changing:
+        conflict = (
+            f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in changing)} "
+            f"WHERE ({', '.join(f'{table}.{c}' for c in changing)}) "
+            f"IS DISTINCT FROM ({', '.join(f'excluded.{c}' for c in changing)})"
         )
-
-
-def _link_history(source: SqlStore, target: SqlStore, size: int) -> None:
-    """Point superseded facts at their successors, now that every fact is there."""
-    links = [
-        (r["superseded_by"], r["id"])
-        for r in select(source.conn, "SELECT id, superseded_by FROM facts WHERE superseded_by IS NOT NULL")
+    vectors = [c for c in columns if (table, c) in VECTOR_COLUMNS]
+    values = [
+        tuple(target._vector(r[c]) if c in vectors and r[c] is not None else r[c] for c in columns)
+        for r in rows
     ]
-    for start in range(0, len(links), size):
+    per_statement = max(1, MAX_PARAMETERS // len(columns))
+    rewritten: list[Any] = []
+    with target.conn.transaction():
+        for start in range(0, len(values), per_statement):
+            part = values[start : start + per_statement]
+            marks = ", ".join(f"({', '.join('?' * len(columns))})" for _ in part)
+            rewritten += [
+                r
+                for r in select(
+                    target.conn,
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES {marks} ON CONFLICT ({', '.join(key)}) "
+                    f"{conflict} RETURNING {', '.join(key)}, xmax = 0 AS inserted",
+                    [v for row in part for v in row],
+                )
+                if not r["inserted"]  # xmax is 0 on a row this statement inserted
+            ]
+        if table == "facts":
+            for r in rewritten:
+                target._unindex_words(r["id"])
+    return len(rewritten)
+
+
+def _link_history(source: SqlStore, target: SqlStore, size: int, *, merge: bool) -> None:
+    """Point superseded facts at their successors (and no longer superseded ones at none), now that every
+    fact is there; a merge only adds links."""
+    for rows in _batches(source, "facts", ("id",), size, ("id", "superseded_by")):
+        links = [(r["id"], r["superseded_by"]) for r in rows if r["superseded_by"] is not None or not merge]
+        if not links:
+            continue
         with target.conn.transaction():
-            target.conn.executemany(
-                "UPDATE facts SET superseded_by = ? WHERE id = ?", links[start : start + size]
+            target.conn.execute(
+                "UPDATE facts AS f SET superseded_by = v.successor "
+                "FROM unnest(?::bigint[], ?::bigint[]) AS v(id, successor) "
+                "WHERE f.id = v.id AND f.superseded_by IS DISTINCT FROM v.successor",
+                ([fact_id for fact_id, _ in links], [successor for _, successor in links]),
             )
 
 
@@ -193,13 +309,18 @@ def _index_active_words(target: SqlStore, size: int) -> None:
                 target._index_words(r["id"], r["scope"], r["user_id"], r["text"])
 
 
-def _reset_identities(target: SqlStore) -> None:
-    """New rows continue after the copied ids (the copy wrote ids of its own into identity columns)."""
+def _reset_identities(source: SqlStore, target: SqlStore) -> None:
+    """New rows continue past every id either side ever handed out: the copied ids (written into identity
+    columns without advancing them), the source's counter (a fact id deleted at the top is never used
+    again, as on SQLite) and the target's own sequence (never moved back)."""
+    counters = dict(source.conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     with target.conn.transaction():
         for table, column in (("facts", "id"), ("fact_events", "id"), ("pending_messages", "seq")):
+            sequence = f"pg_get_serial_sequence('{table}', '{column}')"
             target.conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                f"coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)"
+                f"SELECT setval({sequence}, greatest(?, (SELECT max({column}) FROM {table}), "
+                f"pg_sequence_last_value({sequence}::regclass)) + 1, false)",
+                (int(counters.get(table, 0)),),
             )
 
 

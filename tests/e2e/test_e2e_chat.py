@@ -19,6 +19,7 @@ import pytest
 from bot.client import RESTARTING
 from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
 from bot.discord_text import STREAMING_MARKER
+from bot.llm import reply as reply_use_case
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError
@@ -370,8 +371,7 @@ async def test_a_recall_that_hangs_gives_way_to_an_answer_without_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with world(tmp_path) as w:
-        # load_extension executes the cog module afresh: patch the module the bot loaded.
-        monkeypatch.setattr(w.bot.extensions["bot.cogs.chat"], "RECALL_DEADLINE_SECONDS", 0.5)
+        monkeypatch.setattr(reply_use_case, "RECALL_DEADLINE_SECONDS", 0.5)  # the reply use case's deadline
         await teach_alpha(w)
         w.gemini.hang_next(kind="embed")  # the query embedding never answers (client timeout is 5 s)
         started = asyncio.get_running_loop().time()

@@ -4,11 +4,14 @@ resumable, and never poured into a database that already holds other memory."""
 from __future__ import annotations
 
 import json
+from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
+from bot.memory.ports import Storage
 from bot.storage import migration
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.store import Store as SqliteStore
@@ -100,26 +103,47 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
         target.close()
 
 
+def test_postgresql_never_hands_out_an_id_the_source_once_used(tmp_path: Path, postgres_url: str) -> None:
+    source = filled(tmp_path / "memory.sqlite3")
+    newest = source.add_facts(
+        [NewFact("dm", "bob", "Bob", f"Bob fact {i}", [], embedding=unit(0.5)) for i in (1, 2)]
+    )
+    # The highest ids are gone from the file, not from its counter.
+    assert source.forget("dm", "bob", newest) == 2
+    source.close()
+
+    migration.copy_database(tmp_path / "memory.sqlite3", postgres_url)
+    target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
+    try:
+        [new] = target.add_facts([NewFact("dm", "bob", "Bob", "Bob swims", [], embedding=unit(0.0, 1.0))])
+        assert new > max(newest)
+    finally:
+        target.close()
+
+
 async def test_an_interrupted_copy_carries_on_and_a_database_with_other_memory_is_refused(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     filled(tmp_path / "memory.sqlite3").close()
-    real_insert = migration._insert
+    real_write = migration._write
 
-    def failing_insert(target: object, table: str, rows: list[dict[str, object]]) -> None:
+    def failing_write(target: object, table: str, *args: object, **kwargs: object) -> int:
         if table == "fact_vectors":
             raise OSError("connection lost")
-        real_insert(target, table, rows)  # type: ignore[arg-type]
+        return real_write(target, table, *args, **kwargs)  # type: ignore[arg-type]
 
     source_path = tmp_path / "memory.sqlite3"
-    monkeypatch.setattr(migration, "_insert", failing_insert)
+    monkeypatch.setattr(migration, "_write", failing_write)
     with pytest.raises(OSError):
         migration.copy_database(source_path, postgres_url)
-    monkeypatch.setattr(migration, "_insert", real_insert)
+    monkeypatch.setattr(migration, "_write", real_write)
 
     code, report, err = await migrate_cli(tmp_path, postgres_url)
     assert code == 0, err
     assert report["verified"] is True and report["resumed"] is True
+    # Finished: the bot may write to it from now on, so the same copy again is refused, not resumed.
+    code, report, err = await migrate_cli(tmp_path, postgres_url)
+    assert code == 1 and "already holds a finished copy" in err and "carry on" not in err
 
     # Another SQLite file into the same, now full, database: refused unless asked.
     other = tmp_path / "other"
@@ -129,6 +153,182 @@ async def test_an_interrupted_copy_carries_on_and_a_database_with_other_memory_i
     assert code == 1 and "already holds memory" in err and "--into-non-empty" in err
     code, report, err = await migrate_cli(other, postgres_url, "--into-non-empty")
     assert code == 0, err  # the same keys: kept as they are, and every table still adds up
+    assert report["removed"] == {} and report["updated"] == {}  # a merge changes none of the target's rows
+
+
+SECRET = "Zanzibarquux"
+
+
+def contents(store: SqliteStore | Storage, table: str) -> list[tuple[Any, ...]]:
+    """A table's rows as values both backends compare equal (vectors as float32 lists), sorted."""
+    rows = []
+    for r in store.conn.select(f"SELECT * FROM {table}"):  # type: ignore[attr-defined]
+        if table == "meta" and r["key"] in migration.OWN_META:
+            continue
+        names = r.keys()  # a driver's Row iterates over its values
+        rows.append(
+            tuple(
+                array("f", r[k] if isinstance(r[k], bytes) else json.loads(r[k])).tolist()
+                if (table, k) in migration.VECTOR_COLUMNS and r[k] is not None
+                else r[k]
+                for k in names
+            )
+        )
+    return sorted(rows, key=repr)
+
+
+def text_anywhere(store: Storage) -> str:
+    """Every row of every table of a PostgreSQL database as text, the keyword index's words included."""
+    tables = store.conn.execute(  # type: ignore[attr-defined]
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    ).fetchall()
+    return " ".join(
+        str(row)
+        for (table,) in tables
+        for row in store.conn.execute(f"SELECT t::text FROM {table} AS t")  # type: ignore[attr-defined]
+    ).casefold()
+
+
+async def test_a_resumed_copy_ends_equal_to_a_source_that_forgot_and_changed_meanwhile(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "memory.sqlite3"
+    source = filled(path)
+    said = Origin(channel_id="c1", parent_channel_id=None, private_thread=False)
+    hidden = NewFact(
+        "guild:1",
+        "999",
+        "Mallory",
+        f"Mallory hides a key in {SECRET}",
+        ["m5"],
+        embedding=unit(0.2, 1.0),
+        origins={"m5": said},
+    )
+    source.add_facts([hidden])
+    source.buffer_messages(
+        [
+            (
+                BufferedMessage(
+                    "m6", "guild:1", "c1", "999", "Mallory", f"it is in {SECRET}", "2026-11-20T10:01:00Z"
+                ),
+                2.0,
+            )
+        ]
+    )
+    source.close()
+
+    def connection_lost(*_: object) -> None:
+        raise OSError("connection lost")
+
+    monkeypatch.setattr(migration, "_reset_identities", connection_lost)  # after copying and indexing all
+    with pytest.raises(OSError):
+        migration.copy_database(path, postgres_url)
+    monkeypatch.undo()
+    target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
+    assert SECRET.casefold() in text_anywhere(target)  # copied, its words indexed
+    target.close()
+
+    # Meanwhile on the SQLite file: Mallory is forgotten (`facts forget --all`), a fact corrected, one
+    # replaced, settings and a choice changed.
+    source = SqliteStore.open(path, embedding_model=MODEL, dimensions=DIMS)
+    assert source.forget("guild:1", "999") == 1
+    [tea] = [f for f in source.export_facts("dm") if f.text == "Bob likes tea"]
+    source.correct_fact("dm", "bob", tea.id, "Bob likes coffee", unit(0.0, 0.0, 1.0), False)
+    [dog] = [f for f in source.export_facts("guild:1") if f.text == "Alice has a dog now"]
+    hamster = NewFact("guild:1", "alice", "Alice", "Alice has a hamster", ["m7"], embedding=unit(0.5, 0.5))
+    source.apply_flush([Operation(Decision.INVALIDATE, hamster, dog.id)])
+    source.set_channel_persona("1", "c2", None)
+    source.set_channel_ignored("1", "c7", False)
+    source.update_guild_settings("1", persona="You are Ivy.")
+    source.set_opt_out("guild:1", "carol", False)
+    source.close()
+
+    code, report, err = await migrate_cli(tmp_path, postgres_url)
+    assert code == 0, err
+    assert report["verified"] is True and report["resumed"] is True
+    assert report["removed"] == {
+        "pending_messages": 1,
+        # The corrected fact's old event, which quoted it; Mallory's went with her fact (SQLite gave its id
+        # to the 'forgotten' event, so the copy wrote that one in its place).
+        "fact_events": 1,
+        "fact_vectors": 2,  # Mallory's, and the replaced fact's (archived with it)
+        "fact_sources": 1,
+        "facts": 1,
+        "ignored_channels": 1,
+        "channel_personas": 1,
+    }
+    assert report["updated"] == {
+        "users": 1,  # Carol opted in again
+        "guild_settings": 1,
+        "app_state": 1,  # the settings version
+        "facts": 2,  # corrected, and replaced
+        "fact_vectors": 1,  # the corrected fact's
+    }
+
+    source = SqliteStore.open(path, embedding_model=MODEL, dimensions=DIMS)
+    target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
+    try:
+        for table, _ in migration.TABLES:
+            assert contents(target, table) == contents(source, table), table
+        assert SECRET.casefold() not in text_anywhere(target)  # no table, no index word, no event
+        vacuumed = target.conn.execute(  # type: ignore[attr-defined]
+            "SELECT relname FROM pg_stat_user_tables WHERE vacuum_count > 0"
+        ).fetchall()
+        assert {"facts", "fact_words", "fact_events", "pending_messages"} <= {name for (name,) in vacuumed}
+        assert [f.text for f in target.keyword_search("dm", "bob", "coffee", 5)] == ["Bob likes coffee"]
+        assert target.keyword_search("dm", "bob", "tea", 5) == []  # the old words left the index
+        assert target.keyword_search("guild:1", "alice", "dog", 5) == []  # replaced: out of search
+        assert target.get_fact(dog.id).superseded_by > dog.id  # type: ignore[union-attr]
+        [(coffee, distance)] = target.knn("dm", "bob", unit(0.0, 0.0, 1.0), 1)
+        assert coffee.id == tea.id and distance < 1e-6
+    finally:
+        source.close()
+        target.close()
+
+
+async def test_a_copy_cut_short_in_the_facts_then_a_forget_converges(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's case: cut off after the first facts, a person forgotten on the file, run again."""
+    path = tmp_path / "memory.sqlite3"
+    source = filled(path)
+    source.add_facts(
+        [
+            NewFact("guild:1", "999", "Mallory", f"Mallory fact {i}", [], embedding=unit(0.3))
+            for i in range(30)
+        ]
+    )
+    source.close()
+    real_write = migration._write
+    facts_batches = 0
+
+    def cut_after_one_batch_of_facts(target: object, table: str, *args: object, **kwargs: object) -> int:
+        nonlocal facts_batches
+        facts_batches += table == "facts"
+        if facts_batches == 2:
+            raise OSError("connection lost")
+        return real_write(target, table, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(migration, "_write", cut_after_one_batch_of_facts)
+    with pytest.raises(OSError):
+        migration.copy_database(path, postgres_url, batch=10)
+    monkeypatch.undo()
+
+    env = clean_env(DATABASE_PATH=str(path), EMBEDDING_MODEL=MODEL)
+    code, out, err = await run_cli(
+        "facts", "forget", "--scope", "guild:1", "--user", "999", "--all", env=env, cwd=tmp_path
+    )
+    assert code == 0, err
+    code, out, err = await run_cli("migrate", "--to", postgres_url, env=env, cwd=tmp_path)
+    assert code == 0, err
+    # The first batch of 10 facts held 7 of Mallory's (after filled()'s 3).
+    assert "facts: removed 7 no longer in the source" in out and "every table adds up" in out
+    target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
+    try:
+        assert target.export_facts("guild:1", "999") == []
+        assert "mallory fact" not in text_anywhere(target)
+    finally:
+        target.close()
 
 
 async def test_no_source_or_a_url_that_is_not_postgresql_is_one_line(tmp_path: Path) -> None:

@@ -10,11 +10,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from bot.config import Settings
+from bot.memory.lookup import short
 from bot.memory.models import TERMINAL_SCOPE, BufferedMessage, NewFact, valid_scope
 from bot.memory.recall import Audience, Participant
 from bot.terminal import LineReader, TerminalChat, local_user_id, session_memory, session_name
-from standins.brain import FakeBrain, system_text
-from standins.gemini import GeminiStandIn
+from standins.brain import FakeBrain, offered_tools, system_text
+from standins.gemini import GeminiStandIn, function_parts
 from tests.conftest import make_settings
 from tests.e2e.world import eventually
 
@@ -105,6 +106,7 @@ async def test_remember_forget_and_requests_in_words(
         assert {t["name"] for d in brain.chat_requests[0]["tools"] for t in d["functionDeclarations"]} == {
             "remember",
             "forget",
+            "search_memory",  # as in Discord, since the terminal replies through the same use case
         }
         for line in ("/forget #2", "/forget 2", "/forget two"):
             assert await chat.handle(line)
@@ -114,6 +116,29 @@ async def test_remember_forget_and_requests_in_words(
     assert "Forgot #2, for good." in text
     assert "There is no fact #2 of yours; /facts lists them with their ids." in text
     assert "Usage: /forget ID" in text
+
+
+async def test_the_model_looks_into_the_persons_own_memory_with_search_memory(
+    tmp_path: Path, gemini_brain: tuple[GeminiStandIn, FakeBrain]
+) -> None:
+    standin, brain = gemini_brain
+    dog = "I have a dog called Rex who loves chasing the red ball in the park every single Sunday morning"
+    # Nothing is near enough to the question to be recalled into the block: what is known, is looked up.
+    settings = settings_for(tmp_path, standin, recall_max_distance=0.0001)
+    async with session(settings) as (chat, out, err):
+        await chat.handle(f"/remember {dog}")
+        await chat.handle("/remember I have diabetes")
+        await chat.handle("do you remember anything about me?")
+    assert err.getvalue() == ""
+    first, listed, read = brain.chat_requests
+    assert "search_memory" in offered_tools(first) and "<background_facts>" not in system_text(first)
+    assert [c["args"] for c in function_parts(listed, "functionCall")] == [{"person": "Ana", "query": ""}]
+    [newest] = [r["response"] for r in function_parts(listed, "functionResponse")]
+    ana_dog = dog.replace("I have", "Ana has")
+    # Her own sensitive fact too: the terminal is a private place of hers, as her DMs are.
+    assert sorted(f["text"] for f in newest["facts"]) == [short(ana_dog), "Ana has diabetes"]
+    assert "search_memory" not in offered_tools(read)  # the texts read in full, the model must answer
+    assert out.getvalue().endswith(f"From memory: {ana_dog}\n")
 
 
 async def test_terminal_and_discord_memories_never_meet(

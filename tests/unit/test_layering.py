@@ -44,6 +44,17 @@ def test_the_engine_imports_no_storage_model_client_discord_or_settings() -> Non
         assert wrong == set(), path.name
 
 
+def test_the_chats_use_case_speaks_to_ports_and_memory_only() -> None:
+    """The reply both front-ends call, its prompts and tool rounds: no discord, no model SDK (only
+    gemini.py speaks to google-genai), no settings, no storage."""
+    forbidden = ("bot.storage", "bot.config", "bot.llm.gemini", "bot.cogs", "google", "discord")
+    chat = [p for p in sorted((ROOT / "bot" / "llm").glob("*.py")) if p.name != "gemini.py"]
+    assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py"}
+    for path in chat:
+        wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
+        assert wrong == set(), path.name
+
+
 def test_storage_knows_only_the_engines_models_ports_and_text() -> None:
     allowed = ("bot.memory.models", "bot.memory.ports", "bot.memory.text")
     for path in sorted((ROOT / "bot" / "storage").rglob("*.py")):

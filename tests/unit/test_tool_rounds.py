@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from bot.llm.tool_rounds import MAX_CALLS_PER_ROUND, TOO_MANY, answer_with_tools
 from bot.memory.ports import ChatTool, ChatTurn, ToolCall
+from tests.fakes import Scripted
 
 SEARCH = ChatTool("search_memory", "look", {"person": "who"})
 REMEMBER = ChatTool("remember", "keep", {"what": "what"})
-
-
-class Scripted:
-    """A chat model answering each request with the next scripted list of pieces."""
-
-    def __init__(self, *answers: list[str | ToolCall]) -> None:
-        self.answers = list(answers)
-        self.requests: list[tuple[list[ChatTurn], list[str]]] = []
-
-    async def chat_stream(
-        self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
-    ) -> AsyncGenerator[str | ToolCall, None]:
-        self.requests.append((list(turns), [t.name for t in tools]))
-        for piece in self.answers.pop(0):
-            yield piece
 
 
 async def collect(model: Scripted, handled: list[ToolCall]) -> list[str | ToolCall]:

@@ -1,0 +1,196 @@
+"""One reply, built the same way for Discord and the terminal: the chat's use case.
+
+A front-end reads its conversation (who is present, who will read the answer, the turns) and hands
+over a sink for the text; this module does the rest for both: recall within its deadline (answering
+without memory, and logging why, when it fails or is late), the system instruction (persona, memory
+guide, recalled block), the turns fitted into the prompt budget, and the tool rounds, in which the
+model's lookups (search_memory) are answered under the block's audience. Its calls of remember and
+forget are handed back: the front-end acts on them in its own words. It speaks to the engine's ports
+and memory only, never to discord or a model SDK (tests/unit/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar
+
+from bot.llm.prompts import (
+    FORGET_TOOL,
+    REMEMBER_TOOL,
+    SEARCH_MEMORY_TOOL,
+    chat_persona,
+    fit_turns,
+    with_recalled,
+)
+from bot.llm.tool_rounds import ToolHandler, answer_with_tools
+from bot.memory.lookup import LookupRequest
+from bot.memory.models import utcnow
+from bot.memory.ports import ChatModel, ChatTool, ChatTurn, ToolCall
+from bot.memory.recall import Audience, Participant, RecallResult
+
+log = logging.getLogger(__name__)
+
+RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
+QUERY_TURNS = 3  # recall searches for the message answered, with the two human turns before it as context
+QUERY_MAX_CHARS = 2000
+LOOKUP_FAILED = {"error": "memory cannot be searched just now; answer without it"}
+
+T = TypeVar("T")
+
+
+class ReplyMemory(Protocol):
+    """What a reply needs of memory (`MemoryService` offers it): recall, and the model's lookups."""
+
+    recall_failures: int
+
+    async def recall(
+        self, scope: str, people: list[Participant], query: str, *, audience: Audience, context: str = ""
+    ) -> RecallResult: ...
+
+    async def search_memory(
+        self,
+        scope: str,
+        people: list[Participant],
+        request: LookupRequest,
+        *,
+        audience: Audience,
+        shown: Collection[int] = (),
+    ) -> dict[str, Any]: ...
+
+
+class ReplySink(Protocol):
+    """Where a front-end shows the reply while it streams (Discord edits messages, a terminal writes)."""
+
+    async def add(self, piece: str) -> None:
+        """Show the next piece of the reply's text."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """What a front-end read of its conversation: where, with whom, for whom, and what to answer.
+
+    `audience` and `said` are read while recall runs (`audience` within its deadline, since Discord
+    asks for permissions): who will read the reply, and the conversation's turns, oldest first.
+    """
+
+    scope: str
+    people: list[Participant]  # whose memories the reply may use
+    persona: str
+    memory_on: bool
+    query: str  # the message being answered, as recall should search for it
+    audience: Callable[[], Awaitable[Audience]]
+    said: Callable[[], Awaitable[list[ChatTurn]]]
+    earlier: Sequence[str] = ()  # the people's turns before it, oldest first: recall's context
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The reply's whole text, and the calls of tools the front-end answers (remember, forget)."""
+
+    text: str
+    calls: list[ToolCall] = field(default_factory=list)
+
+
+def ready(value: T) -> Callable[[], Awaitable[T]]:
+    """A value a front-end already has, given where a request wants one to await."""
+
+    async def given() -> T:
+        return value
+
+    return given
+
+
+class Replier:
+    """Replies with memory through one chat model; each front-end holds one."""
+
+    def __init__(
+        self, memory: ReplyMemory, model: ChatModel, *, turn_max_chars: int, prompt_max_chars: int
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.turn_max_chars = turn_max_chars
+        self.prompt_max_chars = prompt_max_chars
+
+    async def reply(self, request: ReplyRequest, sink: ReplySink) -> Reply:
+        """Stream the reply to `request` into `sink`. The model's errors (ModelError and its kinds)
+        are raised for the front-end to tell in its own way; an empty text is the front-end's to judge."""
+        (system, lookup), said = await asyncio.gather(self.instruction(request), request.said())
+        stream = answer_with_tools(
+            self.model,
+            system=system,
+            turns=self.fit(said, system),
+            tools=offered(request.memory_on, lookup=lookup is not None),
+            handlers={SEARCH_MEMORY_TOOL.name: lookup} if lookup is not None else {},
+        )
+        text, calls = "", []
+        async with contextlib.aclosing(stream):  # a sink that fails closes the model's request too
+            async for piece in stream:
+                if isinstance(piece, ToolCall):
+                    calls.append(piece)
+                else:
+                    await sink.add(piece)
+                    text += piece
+        return Reply(text, calls)
+
+    async def instruction(self, request: ReplyRequest) -> tuple[str, ToolHandler | None]:
+        """The persona, the memory guide and the recalled block; and the handler of the model's lookups
+        under the block's audience (None when memory is off, or recall failed or was late)."""
+        persona = chat_persona(request.persona, utcnow(), memory_on=request.memory_on)
+        if not request.memory_on:
+            return persona, None
+        context = "\n".join(request.earlier[-(QUERY_TURNS - 1) :])[-QUERY_MAX_CHARS:]
+        try:
+            async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                audience = await request.audience()
+                recalled = await self.memory.recall(
+                    request.scope,
+                    request.people,
+                    request.query[:QUERY_MAX_CHARS],
+                    context=context,
+                    audience=audience,
+                )
+        except Exception as exc:
+            self.memory.recall_failures += 1
+            reason = (
+                f"no answer within {RECALL_DEADLINE_SECONDS:g} s" if isinstance(exc, TimeoutError) else exc
+            )
+            log.warning("recall failed; answering without memory: %s", reason)
+            return persona, None
+        lookup = self.lookup(request, audience, frozenset(recalled.fact_ids))
+        return with_recalled(persona, recalled.block), lookup
+
+    def lookup(self, request: ReplyRequest, audience: Audience, shown: frozenset[int]) -> ToolHandler:
+        """The search_memory handler of one reply: the engine's lookup among the reply's people, under
+        its audience; a failure is an answer telling the model to go on without it."""
+
+        async def search(call: ToolCall) -> dict[str, Any]:
+            asked = LookupRequest.from_args(call.args)
+            try:
+                async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
+                    return await self.memory.search_memory(
+                        request.scope, request.people, asked, audience=audience, shown=shown
+                    )
+            except Exception as exc:
+                log.warning("a memory lookup failed; the reply goes on without it: %r", exc)
+                return dict(LOOKUP_FAILED)
+
+        return search
+
+    def fit(self, said: list[ChatTurn], system: str) -> list[ChatTurn]:
+        """The newest turns that fit beside `system` in CHAT_PROMPT_MAX_CHARS, the question always; the
+        room is never below CHAT_TURN_MAX_CHARS, so a long persona cannot crowd out the question."""
+        room = max(self.prompt_max_chars - len(system), self.turn_max_chars)
+        return fit_turns([replace(turn, text=turn.text[:room]) for turn in said], room)
+
+
+def offered(memory_on: bool, *, lookup: bool) -> tuple[ChatTool, ...]:
+    """What the model may ask the bot to do where memory is on: remember or forget for the person
+    answered, and look further into the memories of the people present (`lookup`: recall worked)."""
+    if not memory_on:
+        return ()
+    return (REMEMBER_TOOL, FORGET_TOOL, SEARCH_MEMORY_TOOL) if lookup else (REMEMBER_TOOL, FORGET_TOOL)
