@@ -162,6 +162,10 @@ _FILLER = frozenset(
 )
 
 
+_WE = re.compile(r"\b(?:we|us|our)\b", re.I)
+_WE_WORDS = frozenset("we us our decided decide said talked discussed".split())
+
+
 def offered_tools(body: dict[str, Any]) -> set[str]:
     return {f["name"] for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []}
 
@@ -187,6 +191,12 @@ def search_call(body: dict[str, Any]) -> list[dict[str, Any]] | None:
     asked = _ASKED.search(said)
     if asked is None:
         return None
+    if _WE.search(asked.group("topic")):  # "do you remember what we decided about the raid?"
+        topic = [
+            w for w in re.findall(r"[\w']+", asked.group("topic").lower()) if w not in _FILLER | _WE_WORDS
+        ]
+        args = {"person": "the server", "query": " ".join(topic)}
+        return [{"functionCall": {"name": "search_memory", "args": args}}]
     named = _ABOUT.search(asked.group("topic")) or _ABOUT.search(said)
     speaker = said.rsplit("\n", 1)[-1].split(":", 1)[0].strip()
     person = (named.group("name") or named.group("owner")) if named else speaker
@@ -224,6 +234,7 @@ def remembered_reply(body: dict[str, Any]) -> str | None:
     if not answers:
         return None
     texts = [str(f.get("text", "")) for answer in answers for f in answer.get("facts", [])]
+    texts += [str(c.get("text", "")) for answer in answers for c in answer.get("conversations", [])]
     return "From memory: " + "; ".join(texts) if texts else "I don't remember anything about that."
 
 

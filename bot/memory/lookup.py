@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.memory.models import Fact, FactStatus
+from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, Episode, Fact, FactStatus
 from bot.memory.ports import Storage
 from bot.memory.recall import Audience, Participant, estimate_tokens
 from bot.memory.text import fold
@@ -28,6 +28,10 @@ FULL_TOKEN_BUDGET = 600  # ... and an answer with full texts
 ENTRY_OVERHEAD_TOKENS = 8
 _IDS = re.compile(r"\d+")
 _MENTION = re.compile(r"^<@!?(\d+)>$")
+# What a model may call the server when it looks up the community rather than one person.
+COMMUNITY_WORDS = frozenset(
+    {"server", "the server", "community", "the community", "everyone", "us", "we", "group"}
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class LookupRequest:
     person: str
     query: str = ""
     ids: tuple[int, ...] = ()
+    when: str = ""  # a time phrase ("yesterday", "last week") for what a server talked about then
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> LookupRequest:
@@ -46,8 +51,16 @@ class LookupRequest:
             int(i) for i in _IDS.findall(str(raw if not isinstance(raw, list) else " ".join(map(str, raw))))
         )
         return cls(
-            str(args.get("person") or "").strip(), str(args.get("query") or "").strip(), ids[:SEARCH_LIMIT]
+            str(args.get("person") or "").strip(),
+            str(args.get("query") or "").strip(),
+            ids[:SEARCH_LIMIT],
+            str(args.get("when") or "").strip(),
         )
+
+    @property
+    def about_community(self) -> bool:
+        """Whether the lookup is of the server itself (its decisions and conversations), not a person."""
+        return fold(self.person).strip(" @") in COMMUNITY_WORDS
 
 
 def find_person(people: Sequence[Participant], person: str) -> Participant | None:
@@ -129,6 +142,35 @@ def readable(fact: Fact | None, scope: str, person: Participant, audience: Audie
         and fact.status == FactStatus.ACTIVE
         and audience.allows(fact)
     )
+
+
+def community_answer(
+    facts: Sequence[Fact], episodes: Sequence[Episode], *, shown: Collection[int] = ()
+) -> dict[str, Any]:
+    """The server's community facts (ids and short texts, as for a person) and the episodes of its
+    conversations (channel, span and summary), within LIST_TOKEN_BUDGET together."""
+    answer = compact_answer(Participant(COMMUNITY_ID, COMMUNITY_NAME), facts, shown=shown)
+    room = LIST_TOKEN_BUDGET - sum(
+        estimate_tokens(e["text"]) + ENTRY_OVERHEAD_TOKENS for e in answer["facts"]
+    )
+    entries, left_out = budgeted(
+        [
+            {
+                "channel": f"<#{e.origin.channel_id}>",
+                "from": e.started_at[:16].replace("T", " "),
+                "to": e.ended_at[:16].replace("T", " "),
+                "text": e.summary,
+            }
+            for e in episodes
+        ],
+        max(room, 0),
+    )
+    answer["conversations"] = entries
+    if entries and not answer["facts"]:
+        answer.pop("hint", None)
+    if left_out:
+        answer["more"] = f"{left_out} more conversations matched; a narrower query or time finds them"
+    return answer
 
 
 def not_present(people: Sequence[Participant], person: str) -> dict[str, Any]:

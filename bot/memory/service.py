@@ -26,6 +26,7 @@ from bot.memory.leases import Holder, Leases, channel_key
 from bot.memory.lookup import (
     SEARCH_LIMIT,
     LookupRequest,
+    community_answer,
     compact_answer,
     facts_by_id,
     find_person,
@@ -35,6 +36,7 @@ from bot.memory.lookup import (
 )
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
+    COMMUNITY_ID,
     MAX_FACT_CHARS,
     AppliedChange,
     BufferedMessage,
@@ -553,6 +555,8 @@ class MemoryService:
         rules: the same recall, the same `audience`, opted-out people never. A query gets ids and short
         texts, leaving out the block's `shown` facts (no query: the person's newest facts); `request.ids`
         get their full texts. Answers are JSON-ready and token-budgeted (`bot/memory/lookup.py`)."""
+        if request.about_community and self.policy.community and guild_id_of(scope) is not None:
+            return await self._search_community(scope, request, audience=audience, shown=shown)
         person = find_person(people, request.person)
         if person is None:
             return not_present(people, request.person)
@@ -572,6 +576,24 @@ class MemoryService:
             newest = await self.store.call(Storage.list_facts, scope, person.user_id, limit=50)
             facts = [f for f in newest if audience.allows(f)][:SEARCH_LIMIT]
         return compact_answer(person, facts, shown=shown)
+
+    async def _search_community(
+        self, scope: str, request: LookupRequest, *, audience: Audience, shown: Collection[int]
+    ) -> dict[str, Any]:
+        """search_memory of the server itself: its community facts and the episodes of its conversations
+        (of the time `request.when` or the query names), under the block's audience."""
+        query = " ".join(x for x in (request.query, request.when) if x)
+        found = await self.recall(
+            scope,
+            [],
+            query or "what was discussed",
+            audience=audience,
+            limit=SEARCH_LIMIT,
+            count_retrievals=False,
+        )
+        return community_answer(
+            [s.fact for s in found.facts.get(COMMUNITY_ID, [])], found.episodes, shown=shown
+        )
 
     def recall_latency_ms(self) -> dict[str, float]:
         samples = sorted(self.recaller.latencies_ms)

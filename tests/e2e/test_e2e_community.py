@@ -129,3 +129,36 @@ async def test_erasing_a_source_leaves_no_trace_in_episodes_and_community_facts(
         assert traces(store, backend, ["Zanzibar"]) == []
         if backend == "sqlite":  # the file and its WAL too (forget checkpoints it)
             assert b"zanzibar" not in file_bytes(Path(w.bot.settings.database_location)).lower()
+
+
+async def test_search_memory_looks_through_the_servers_memory_under_the_same_audience(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        staff = await staff_only(w)
+        await w.say(staff, w.bob, "The tournament prize pool is 500 euros, keep it quiet until Friday")
+        await w.say(w.general, w.alice, "The tournament brackets are in the pinned post")
+        await w.flush()
+        before = len(w.chat_requests())
+        sent = await w.discord.send_message(
+            w.general, w.carol, "do you remember what we said about the tournament prize?", mention_bot=True
+        )
+        reply = await w.discord.wait_for_bot_message(
+            w.general,
+            lambda m: (m.get("message_reference") or {}).get("message_id") == sent["id"],
+            timeout=10,
+        )
+        looked_up = [
+            p["functionResponse"]["response"]
+            for r in w.chat_requests()[before:]
+            for c in r.get("contents", [])
+            for p in c.get("parts", [])
+            if "functionResponse" in p
+        ]
+        assert looked_up and "500" not in str(looked_up) and "prize pool" not in str(looked_up)
+        assert "500" not in reply["content"]
+        sent = await w.discord.send_message(
+            staff, w.bob, "do you remember what we said about the tournament prize?", mention_bot=True
+        )
+        reply = await w.discord.wait_for_bot_message(
+            staff, lambda m: (m.get("message_reference") or {}).get("message_id") == sent["id"], timeout=10
+        )
+        assert "500 euros" in reply["content"]
