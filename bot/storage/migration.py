@@ -100,7 +100,7 @@ def migrate(
                 progress(table, copied)
     _link_history(source, target, batch)
     _index_active_words(target, batch)
-    _reset_identities(target)
+    _reset_identities(source, target)
     for table, _ in TABLES:
         report.source_rows[table] = _count(source, table)
         report.target_rows[table] = _count(target, table)
@@ -193,13 +193,18 @@ def _index_active_words(target: SqlStore, size: int) -> None:
                 target._index_words(r["id"], r["scope"], r["user_id"], r["text"])
 
 
-def _reset_identities(target: SqlStore) -> None:
-    """New rows continue after the copied ids (the copy wrote ids of its own into identity columns)."""
+def _reset_identities(source: SqlStore, target: SqlStore) -> None:
+    """New rows continue past every id either side ever handed out: the copied ids (written into identity
+    columns without advancing them), the source's counter (a fact id deleted at the top is never used
+    again, as on SQLite) and the target's own sequence (never moved back)."""
+    counters = dict(source.conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     with target.conn.transaction():
         for table, column in (("facts", "id"), ("fact_events", "id"), ("pending_messages", "seq")):
+            sequence = f"pg_get_serial_sequence('{table}', '{column}')"
             target.conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                f"coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)"
+                f"SELECT setval({sequence}, greatest(?, (SELECT max({column}) FROM {table}), "
+                f"pg_sequence_last_value({sequence}::regclass)) + 1, false)",
+                (int(counters.get(table, 0)),),
             )
 
 

@@ -100,6 +100,25 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
         target.close()
 
 
+def test_postgresql_never_hands_out_an_id_the_source_once_used(tmp_path: Path, postgres_url: str) -> None:
+    source = filled(tmp_path / "memory.sqlite3")
+    newest = source.add_facts(
+        [NewFact("dm", "bob", "Bob", f"Bob fact {i}", [], embedding=unit(0.5)) for i in (1, 2)]
+    )
+    assert (
+        source.forget("dm", "bob", newest) == 2
+    )  # the highest ids are gone from the file, not from its counter
+    source.close()
+
+    migration.copy_database(tmp_path / "memory.sqlite3", postgres_url)
+    target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
+    try:
+        [new] = target.add_facts([NewFact("dm", "bob", "Bob", "Bob swims", [], embedding=unit(0.0, 1.0))])
+        assert new > max(newest)
+    finally:
+        target.close()
+
+
 async def test_an_interrupted_copy_carries_on_and_a_database_with_other_memory_is_refused(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

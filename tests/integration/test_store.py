@@ -16,7 +16,7 @@ from bot.storage.errors import DatabaseError
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 from bot.storage.sqlite.schema import MIGRATIONS, _split_sql
-from bot.storage.sqlite.search import keyword_query
+from bot.storage.sqlite.search import keyword_query, owner_token, vector_blob
 from tests.fakes import DIMS, angled, unit
 
 
@@ -569,3 +569,77 @@ def test_facts_from_before_provenance_serve_no_channel(tmp_path: Path) -> None:
     assert old is not None and old.sources[0].origin is None and old.audience_keys is None
     assert old.sensitive is False
     store.close()
+
+
+def test_a_fact_id_is_never_handed_out_twice(store: Store) -> None:
+    """Ids in old /facts screens, exports and the admin log must never come to name another fact."""
+    first = store.add_facts([fact("guild:1", "alice", f"Alice fact {i}", unit(1.0), ["m1"]) for i in (1, 2)])
+    assert sorted(r[2] for r in store.forget_message("m1")) == sorted(first)  # she deleted her message
+    [alice_next] = store.add_facts([fact("guild:1", "alice", "Alice keeps bees", unit(1.0))])
+    assert alice_next > max(first)
+    assert store.forget("guild:1", "alice") == 1
+    [bob_first] = store.add_facts([fact("guild:1", "bob", "Bob plays chess", unit(1.0))])
+    assert bob_first > alice_next
+
+
+def test_a_version_5_database_is_rebuilt_to_never_reuse_a_fact_id(tmp_path: Path) -> None:
+    """Version 6 rebuilds `facts` with AUTOINCREMENT: rows, history, sources, vectors, words, events,
+    indexes and foreign keys as they were, and the counter past every id the file still names."""
+    path = tmp_path / "v5.sqlite3"
+    conn = connect(path)
+    for script in MIGRATIONS[:5]:
+        for statement in _split_sql(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 5")
+    conn.execute(
+        "INSERT INTO facts (id, scope, user_id, text, status, superseded_by, recorded_at, updated_at, "
+        "archived_embedding) VALUES (1, 'guild:1', 'alice', 'Alice has a cat', 'invalidated', 2, 'a', 'a', ?), "
+        "(2, 'guild:1', 'alice', 'Alice has a dog', 'active', NULL, 'b', 'b', NULL)",
+        (vector_blob(unit(1.0)),),
+    )
+    conn.execute(
+        "INSERT INTO fact_sources (fact_id, message_id, channel_id) VALUES (1, 'm1', 'c1'), (2, 'm2', 'c1')"
+    )
+    conn.execute(
+        "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (2, 'guild:1', 'alice', ?)",
+        (vector_blob(unit(0.0, 1.0)),),
+    )
+    conn.execute(
+        "INSERT INTO facts_fts (rowid, text, owner) VALUES (2, 'Alice has a dog', ?)",
+        (owner_token("guild:1", "alice"),),
+    )
+    # Fact 7 was withdrawn (its message deleted) after it had replaced fact 2 for a while: only an event names it.
+    conn.execute(
+        "INSERT INTO fact_events (fact_id, scope, user_id, kind, detail, at) VALUES "
+        "(1, 'guild:1', 'alice', 'invalidated', '{\"superseded_by\": 2}', 'b'), "
+        "(2, 'guild:1', 'alice', 'invalidated', '{\"superseded_by\": 7}', 'c'), "
+        "(2, 'guild:1', 'alice', 'restored', '{}', 'd')"
+    )
+    conn.close()
+
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    fresh = Store.open(tmp_path / "fresh.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert schema_of(store) == schema_of(fresh)  # every index kept, AUTOINCREMENT, foreign keys
+        assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        [dog, cat] = sorted(store.export_facts("guild:1", "alice"), key=lambda f: -f.id)
+        assert (cat.status, cat.superseded_by, cat.source_message_ids) == (FactStatus.INVALIDATED, 2, ("m1",))
+        assert [f.id for f, _ in store.knn("guild:1", "alice", unit(0.0, 1.0), 5)] == [2]
+        assert [f.id for f in store.keyword_search("guild:1", "alice", "dog", 5)] == [2]
+        assert len(store.events("guild:1", "alice")) == 3
+        [bees] = store.add_facts([fact("guild:1", "alice", "Alice keeps bees", unit(1.0))])
+        assert bees == 8  # past 7, which an event still names
+        assert store.forget("guild:1", "alice", [dog.id]) == 2  # the dog and the cat it replaced
+        left = store.conn.execute("SELECT count(*) FROM fact_sources").fetchone()[0]
+        assert left == 0  # the foreign keys still cascade
+    finally:
+        store.close()
+        fresh.close()
+
+
+def schema_of(store: Store) -> list[tuple[str, str]]:
+    return store.conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
+    ).fetchall()

@@ -129,6 +129,44 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (guild_id, channel_id)
     ) WITHOUT ROWID;
     """,
+    # 6: a fact id is never handed out twice (an INTEGER PRIMARY KEY reuses the highest id once it is
+    # deleted, and ids are shown in /facts, exports and the admin log). SQLite cannot alter a primary key,
+    # so `facts` is rebuilt with AUTOINCREMENT, ids and columns as they were (facts_fts is keyed by the same
+    # ids; the tables referring to facts name it, not the rebuilt table). The counter starts past every id
+    # the file still names; ids deleted before this version that nothing names cannot be known.
+    """
+    CREATE TABLE facts_rebuilt (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        scope TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'merged', 'invalidated')),
+        superseded_by INTEGER REFERENCES facts(id) ON DELETE SET NULL,
+        valid_from TEXT,
+        recorded_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        retrieval_count INTEGER NOT NULL DEFAULT 0,
+        last_retrieved_at TEXT,
+        archived_embedding BLOB,
+        sensitive INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO facts_rebuilt SELECT id, scope, user_id, text, status, superseded_by, valid_from, recorded_at,
+        updated_at, retrieval_count, last_retrieved_at, archived_embedding, sensitive FROM facts;
+    DROP TABLE facts;
+    ALTER TABLE facts_rebuilt RENAME TO facts;
+    CREATE INDEX facts_owner ON facts (scope, user_id, status);
+    CREATE INDEX facts_superseded_by ON facts (superseded_by) WHERE superseded_by IS NOT NULL;
+    DELETE FROM sqlite_sequence WHERE name = 'facts';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'facts', coalesce(max(id), 0) FROM (
+        SELECT max(id) AS id FROM facts
+        UNION ALL SELECT max(fact_id) FROM fact_events
+        UNION ALL SELECT max(CAST(json_extract(detail, '$.superseded_by') AS INTEGER)) FROM fact_events
+            WHERE json_valid(detail)
+        UNION ALL SELECT max(CAST(json_extract(detail, '$.replaces') AS INTEGER)) FROM fact_events
+            WHERE json_valid(detail)
+        UNION ALL SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'reembed_after_id'
+    );
+    """,
 ]
 
 
@@ -146,8 +184,16 @@ def migrate(conn: sqlite3.Connection) -> int:
             "upgrade the bot"
         )
     for number in range(version + 1, len(MIGRATIONS) + 1):
-        with Transaction(conn):
-            for statement in _split_sql(MIGRATIONS[number - 1]):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number}")
+        # Foreign keys off while a migration runs, as SQLite's procedure for changing a table asks (dropping
+        # a rebuilt table would otherwise cascade its deletes), and checked before it commits.
+        conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with Transaction(conn):
+                for statement in _split_sql(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+                if broken := conn.execute("PRAGMA foreign_key_check").fetchone():
+                    raise DatabaseError(f"migration {number} would break a reference from {broken[0]}")
+                conn.execute(f"PRAGMA user_version = {number}")
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
     return len(MIGRATIONS)
