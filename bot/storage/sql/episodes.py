@@ -2,9 +2,10 @@
 
 An episode is derived data and follows its sources: `episode_sources` holds each message with its
 author, so a deleted message, or its author's forget-all, deletes the whole episode (the forgets in
-`SqlStore`). Nothing rewrites an episode but an admin's correction, which leaves no trace of the old
-words (events never quote a summary; both are `SqlStore`'s). Searches stay in one scope: an exact cosine KNN like facts'
-(`DISTANCE ... ORDER BY ... LIMIT`) over the scope's rows, which the (scope, ended_at) index gives.
+`SqlStore`). Nothing rewrites an episode but an admin's correction (`SqlStore` too), which leaves no
+trace of the old words: events never quote a summary. Searches stay in one scope: an exact cosine KNN
+like facts' (`DISTANCE ... ORDER BY ... LIMIT`) over the scope's rows, which the (scope, ended_at)
+index gives.
 
 Times are ISO texts as `iso()` writes them (compared as text); a span [since, until) keeps the episodes
 that overlap it: ended at or after `since`, started before `until`.
