@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
@@ -24,6 +24,7 @@ import pydantic
 from bot.memory.models import (
     AppliedChange,
     BufferedMessage,
+    Episode,
     Fact,
     GuildSettings,
     NewEpisode,
@@ -255,7 +256,8 @@ class Storage(Protocol):
         self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
     ) -> Fact | None:
         """Replace an active fact's text in place, leaving no trace of the old one: the earlier versions it
-        superseded are deleted; None when it is not this person's active fact."""
+        superseded are deleted, and so is every community fact and episode made from one of their
+        messages; None when it is not this person's active fact."""
         ...
 
     def stale_facts(self, limit: int = 50) -> list[tuple[int, str]]:
@@ -286,11 +288,67 @@ class Storage(Protocol):
         self, scope: str, user_id: str, fact_ids: Sequence[int] | None = None, *, actor: str = "system"
     ) -> int:
         """Hard-delete facts (None: all of this person's in this scope) with their history and the facts
-        they were merged into; how many went."""
+        they were merged into; how many of the person's went. Every community fact and episode made from
+        one of their messages goes too, and forgetting everything, every one with a message of the person."""
         ...
 
     def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
-        """A source message was deleted: forget what holds its words; (scope, user_id, fact_id) of each."""
+        """A source message was deleted: forget what holds its words, every community fact (with its
+        history) and episode made from it included; (scope, user_id, fact_id) of each fact, user_id
+        COMMUNITY_ID for community facts."""
+        ...
+
+    def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:
+        """A server's forget-everything: every fact of the scope (everyone's and the community's), every
+        episode and every buffered message, leaving no trace of the text; opt-outs and settings stay.
+        Returns how many facts and episodes went."""
+        ...
+
+    # ---- episodes: what a channel talked about (times are ISO texts as `iso()` writes them) -------------
+
+    def episodes_near(
+        self,
+        scope: str,
+        vector: Sequence[float],
+        k: int,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        max_distance: float | None = None,
+    ) -> list[tuple[Episode, float]]:
+        """Exact cosine KNN over one scope's episodes overlapping [since, until), nearest first."""
+        ...
+
+    def episodes_between(
+        self, scope: str, since: str | None, until: str | None, limit: int = 50
+    ) -> list[Episode]:
+        """One scope's episodes overlapping [since, until) (None: open at that end), newest first."""
+        ...
+
+    def list_episodes(
+        self,
+        scope: str,
+        *,
+        channel_ids: Collection[str] | None = None,
+        since: str | None = None,
+        limit: int = 25,
+        offset: int = 0,
+    ) -> list[Episode]:
+        """One scope's episodes that ended at or after `since`, newest first; with `channel_ids`, those said
+        in one of them (a public thread's under its parent channel too, a private thread's under its own
+        id only)."""
+        ...
+
+    def get_episode(self, episode_id: int) -> Episode | None: ...
+
+    def forget_episode(self, scope: str, episode_id: int, *, actor: str = "system") -> bool:
+        """Hard-delete an episode of this scope, recording an event without its text; False if none."""
+        ...
+
+    def correct_episode(
+        self, scope: str, episode_id: int, summary: str, embedding: Sequence[float], *, actor: str = "system"
+    ) -> Episode | None:
+        """Replace an episode's summary and vector, leaving no trace of the old words; None if none."""
         ...
 
     # ---- people, servers, state ------------------------------------------------------------------------

@@ -717,7 +717,7 @@ class MemoryService:
 
     async def forget_episode(self, scope: str, episode_id: int, *, actor: str) -> bool:
         """Hard-delete one episode of a server; whether it was there."""
-        return await self.store.call(Storage.forget_episode, scope, episode_id, actor)
+        return await self.store.call(Storage.forget_episode, scope, episode_id, actor=actor)
 
     async def correct_episode(self, scope: str, episode_id: int, summary: str) -> Episode | None:
         """Replace an episode's summary (an admin's correction), re-embedded; the old words leave no trace."""

@@ -2,9 +2,10 @@
 
 Table by table, in batches ordered by each table's key, every row as it is (ids included, so facts keep
 their ids, history, sources and events): facts with their history, vectors (archived ones too),
-sources, events, the message buffer, people and opt-outs, server settings, ignored channels, personas
-and the bot's state. The text index is not copied but rebuilt from the active facts by the target's own
-hook, as its writes would. Leases (`claims`) belong to running processes and stay behind.
+sources, events, episodes with their sources and vectors, the message buffer, people and opt-outs,
+server settings, ignored channels, personas and the bot's state. The text index is not copied but
+rebuilt from the active facts by the target's own hook, as its writes would. Leases (`claims`) belong to
+running processes and stay behind.
 
 Each batch is one transaction, so an interrupted copy is resumed by running the same command again (the
 target's `meta` names the file and the state of the copy). The source may have changed in between: a
@@ -52,9 +53,12 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stale_vectors", ("fact_id",)),
     ("fact_events", ("id",)),
     ("pending_messages", ("seq",)),
+    ("episodes", ("id",)),
+    ("episode_sources", ("episode_id", "message_id")),
 )
-VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding")}
-WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages")  # people's words
+VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
+# Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).
+WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages", "episodes")
 LINKED_LATER = {("facts", "superseded_by")}  # the fact it points to may be newer: `_link_history` sets it
 
 
@@ -315,7 +319,12 @@ def _reset_identities(source: SqlStore, target: SqlStore) -> None:
     again, as on SQLite) and the target's own sequence (never moved back)."""
     counters = dict(source.conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     with target.conn.transaction():
-        for table, column in (("facts", "id"), ("fact_events", "id"), ("pending_messages", "seq")):
+        for table, column in (
+            ("facts", "id"),
+            ("fact_events", "id"),
+            ("pending_messages", "seq"),
+            ("episodes", "id"),
+        ):
             sequence = f"pg_get_serial_sequence('{table}', '{column}')"
             target.conn.execute(
                 f"SELECT setval({sequence}, greatest(?, (SELECT max({column}) FROM {table}), "

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
+from bot.memory.models import BufferedMessage, Decision, FactStatus, NewEpisode, NewFact, Operation, Origin
 from bot.memory.ports import Storage
 from bot.storage import migration
 from bot.storage.locations import open_storage
@@ -57,6 +57,14 @@ def filled(path: Path) -> SqliteStore:
     store.set_channel_ignored("1", "c7", True)
     store.set_channel_persona("1", "c2", "You are a pirate.")
     store.set_state("gemini_usage", "{}")
+    # An episode, made of a buffered message (its own, not the one left buffered above).
+    store.buffer_messages(
+        [(BufferedMessage("m8", "guild:1", "c1", "bob", "Bob", "game night on friday", "t"), 1.0)]
+    )
+    night = NewEpisode(
+        "guild:1", said, "- game night on Friday", "t", "t", {"m8": "bob"}, unit(0.0, 0.0, 1.0)
+    )
+    store.apply_flush([], episodes=[night], consumed_message_ids=["m8"])
     return store
 
 
@@ -74,6 +82,7 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
         "settings": source.guild_settings(),
         "opted_out": source.opted_out(),
         "events": source.events("guild:1", "alice"),
+        "episodes": source.list_episodes("guild:1"),
     }
     source.close()
 
@@ -93,12 +102,19 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
         [(dog, distance)] = target.knn("guild:1", "alice", unit(1.0, 0.3), 5)
         assert dog.text == "Alice has a dog now" and distance < 1e-6  # vectors came as they were
         assert [f.text for f in target.keyword_search("dm", "bob", "tea", 5)] == ["Bob likes tea"]
+        [(night, distance)] = target.episodes_near("guild:1", unit(0.0, 0.0, 1.0), 5)
+        assert [night] == before["episodes"] and distance < 1e-6  # its id, sources and vector
         [old] = [f for f in before["facts"] if f.status is FactStatus.INVALIDATED]
         # A new fact takes the next id, not one of the copied ones.
         [new] = target.add_facts(
             [NewFact("dm", "bob", "Bob", "Bob swims", [], embedding=unit(0.0, 0.5, 1.0))]
         )
         assert new > max(f.id for f in before["facts"] + before["dm"]) and new != old.id
+        later = BufferedMessage("m10", "guild:1", "c1", "bob", "Bob", "chess on monday", "t")
+        target.buffer_messages([(later, 1.0)])
+        chess = NewEpisode("guild:1", night.origin, "- chess on Monday", "t", "t", {"m10": "bob"}, unit(1.0))
+        target.apply_flush([], episodes=[chess], consumed_message_ids=["m10"])
+        assert max(e.id for e in target.list_episodes("guild:1")) > night.id  # so does a new episode
     finally:
         target.close()
 

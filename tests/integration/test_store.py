@@ -6,6 +6,7 @@ Tests taking `store` run on both backends; those about one backend's files or sc
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -582,15 +583,21 @@ def test_a_fact_id_is_never_handed_out_twice(store: Store) -> None:
     assert bob_first > alice_next
 
 
+def old_database(path: Path, version: int) -> sqlite3.Connection:
+    """A connection to a new SQLite file at schema `version`, for a test to fill before it migrates."""
+    conn = connect(path)
+    for script in MIGRATIONS[:version]:
+        for statement in _split_sql(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
 def test_a_version_5_database_is_rebuilt_to_never_reuse_a_fact_id(tmp_path: Path) -> None:
     """Version 6 rebuilds `facts` with AUTOINCREMENT: rows, history, sources, vectors, words, events,
     indexes and foreign keys as they were, and the counter past every id the file still names."""
     path = tmp_path / "v5.sqlite3"
-    conn = connect(path)
-    for script in MIGRATIONS[:5]:
-        for statement in _split_sql(script):
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 5")
+    conn = old_database(path, 5)
     conn.execute(
         "INSERT INTO facts (id, scope, user_id, text, status, superseded_by, recorded_at, updated_at, "
         "archived_embedding) VALUES (1, 'guild:1', 'alice', 'Alice has a cat', 'invalidated', 2, 'a', 'a', ?), "

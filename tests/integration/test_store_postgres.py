@@ -6,11 +6,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
+from bot.memory.models import BufferedMessage, Decision, NewEpisode, NewFact, Operation, Origin
 from bot.storage.errors import DatabaseError
 from bot.storage.locations import backend_for
-from bot.storage.postgres import Store
-from bot.storage.postgres.schema import MIGRATIONS
+from bot.storage.postgres import Store, schema
+from bot.storage.postgres.schema import MIGRATIONS, split_sql
 from tests.conftest import PostgresDatabases
 from tests.fakes import DIMS, unit
 
@@ -38,6 +38,42 @@ def test_migrations_from_empty_and_reopening_are_idempotent(postgres_url: str) -
         assert tables(again) == schema
         assert [f.text for f in again.list_facts("dm", "alice")] == ["Alice keeps bees"]
         again.close()
+
+
+def test_a_version_2_database_gains_community_memory_with_its_data_as_it_was(
+    postgres: PostgresDatabases, postgres_url: str
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as old:
+        old.execute("CREATE TABLE schema_version (version integer PRIMARY KEY)")
+        for number, script in enumerate(MIGRATIONS[:2], start=1):
+            for statement in split_sql(script):
+                old.execute(statement)  # type: ignore[call-overload]
+            old.execute("INSERT INTO schema_version (version) VALUES (%s)", (number,))
+        old.execute(
+            "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+            "VALUES (1, 'guild:1', 'alice', 'Alice keeps bees', 'a', 'a')"
+        )
+        old.execute("INSERT INTO fact_sources (fact_id, message_id, channel_id) VALUES (1, 'm1', 'c1')")
+        old.execute(
+            "INSERT INTO pending_messages (message_id, scope, channel_id, author_id, author_name, content, "
+            "created_at, captured_at) VALUES ('m2', 'guild:1', 'c1', 'bob', 'Bob', 'game night', 't', 1.0)"
+        )
+    store = open_store(postgres_url)
+    fresh_url = postgres.create()
+    fresh = open_store(fresh_url)
+    try:
+        assert schema.schema_version(store.conn) == len(MIGRATIONS) == 3
+        assert tables(store) == tables(fresh)
+        [bees] = store.list_facts("guild:1", "alice")
+        assert (bees.id, bees.source_message_ids) == (1, ("m1",))
+        assert store.conn.execute("SELECT author_id FROM fact_sources").fetchall() == [(None,)]  # unknown
+        night = NewEpisode("guild:1", Origin("c1"), "- game night", "t", "t", {"m2": "bob"}, unit(1.0))
+        store.apply_flush([], episodes=[night], consumed_message_ids=["m2"])
+        assert [e.participants for e in store.list_episodes("guild:1")] == [("bob",)]
+    finally:
+        store.close()
+        fresh.close()
+        postgres.drop(fresh_url)
 
 
 def test_a_newer_schema_is_refused(postgres_url: str) -> None:
@@ -80,9 +116,29 @@ def test_forget_everything_deletes_every_row_holding_the_text_and_vacuums(postgr
         "SELECT relname FROM pg_stat_user_tables WHERE vacuum_count > 0 ORDER BY relname"
     ).fetchall()
     assert [r[0] for r in vacuumed] == sorted(
-        ["facts", "fact_vectors", "fact_words", "fact_sources", "fact_events", "pending_messages"]
+        [
+            "facts",
+            "fact_vectors",
+            "fact_words",
+            "fact_sources",
+            "fact_events",
+            "pending_messages",
+            "episodes",
+            "episode_sources",
+        ]
     )
     assert [f.text for f in store.list_facts("guild:1", "bob")] == ["Bob likes tea"]
+    store.close()
+
+
+def test_a_servers_erase_vacuums_the_tables_that_held_its_words(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    store.buffer_messages([(BufferedMessage("m1", "guild:1", "c1", "bob", "Bob", "game night", "t"), 1.0)])
+    night = NewEpisode("guild:1", Origin("c1"), "- game night", "t", "t", {"m1": "bob"}, unit(1.0))
+    store.apply_flush([], episodes=[night], consumed_message_ids=["m1"])
+    assert store.forget_scope("guild:1") == (0, 1)
+    vacuumed = store.conn.execute("SELECT relname FROM pg_stat_user_tables WHERE vacuum_count > 0").fetchall()
+    assert {"episodes", "episode_sources", "pending_messages"} <= {r[0] for r in vacuumed}
     store.close()
 
 

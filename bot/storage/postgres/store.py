@@ -24,7 +24,16 @@ from bot.storage.sql.store import SqlStore
 log = logging.getLogger(__name__)
 
 # Every table that holds people's words: what a forget-all vacuums.
-TEXT_TABLES = ("facts", "fact_vectors", "fact_words", "fact_sources", "fact_events", "pending_messages")
+TEXT_TABLES = (
+    "facts",
+    "fact_vectors",
+    "fact_words",
+    "fact_sources",
+    "fact_events",
+    "pending_messages",
+    "episodes",
+    "episode_sources",
+)
 
 
 class Store(PostgresSearch, SqlStore):

@@ -18,6 +18,7 @@ from bot.storage.sql.rows import (
     pending_channel_from,
     scalar,
     select,
+    select_in,
     select_one,
 )
 
@@ -39,14 +40,25 @@ def drop_bot_turns(conn: Database, scope: str) -> None:
     conn.execute("DELETE FROM pending_messages WHERE scope = ? AND is_bot = 1", (scope,))
 
 
-def buffered_origin(conn: Database, message_id: str) -> Origin | None:
-    """Where a buffered message was said (None: it is not in the buffer)."""
+def buffered_source(conn: Database, message_id: str) -> tuple[Origin | None, str | None]:
+    """Where a buffered message was said and who said it ((None, None): it is not in the buffer)."""
     row = select_one(
         conn,
-        "SELECT channel_id, parent_channel_id, private_thread FROM pending_messages WHERE message_id = ?",
+        "SELECT channel_id, parent_channel_id, private_thread, author_id FROM pending_messages "
+        "WHERE message_id = ?",
         (message_id,),
     )
-    return origin_from(row) if row else None
+    return (origin_from(row), row["author_id"]) if row else (None, None)
+
+
+def buffered_authors(conn: Database, message_ids: Iterable[str]) -> dict[str, str]:
+    """The author of each of these messages that is still buffered (one that left the buffer is absent)."""
+    rows = select_in(
+        conn,
+        "SELECT message_id, author_id FROM pending_messages WHERE message_id IN ({marks})",
+        list(message_ids),
+    )
+    return {r["message_id"]: r["author_id"] for r in rows}
 
 
 def buffered_texts(conn: Database, message_ids: Iterable[str]) -> dict[str, str | None]:

@@ -74,6 +74,11 @@ class Connected:
     def _tx(self) -> AbstractContextManager[Any]:
         return self.conn.transaction()
 
+    def _check_width(self, vector: Sequence[float]) -> None:
+        """Refuse a vector of another width than the stored ones: it would break every search it met."""
+        if len(vector) != self.dimensions:
+            raise ValueError(f"embedding has {len(vector)} dimensions, expected {self.dimensions}")
+
     def _vector(self, vector: Sequence[float]) -> object:
         """A vector as the parameter the backend stores and compares."""
         raise NotImplementedError

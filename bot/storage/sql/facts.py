@@ -1,10 +1,10 @@
-"""Facts with their history, sources and events: listing, correcting, and the writes a flush is made of.
+"""Facts with their history, sources and events: listing them, and the writes a flush is made of.
 
 A superseded fact keeps its row (status + superseded_by) and its vector moves to
 `facts.archived_embedding`, so that a later undo (its successor's only source message deleted) can
-bring it back without asking Gemini again; correcting or forgetting the current fact deletes that
-history, whose words were taken back. Every fact's words are in the backend's text index while
-it is active. The writes here are steps: the transactions that combine them are `SqlStore`'s.
+bring it back without asking Gemini again; correcting or forgetting the current fact (`SqlStore`)
+deletes that history, whose words were taken back. Every fact's words are in the backend's text index
+while it is active. The writes here are steps: the transactions that combine them are `SqlStore`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.memory.models import Fact, FactStatus, NewFact, iso, utcnow
-from bot.storage.sql.buffer import buffered_origin, drop_bot_turns
+from bot.memory.models import COMMUNITY_ID, Fact, FactStatus, NewFact, iso, utcnow
+from bot.storage.sql.buffer import buffered_source
 from bot.storage.sql.database import Connected
 from bot.storage.sql.rows import (
     FACT_COLUMNS,
@@ -72,41 +72,6 @@ class Facts(Connected):
         )
         return facts_from(self.conn, rows)
 
-    def correct_fact(
-        self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
-    ) -> Fact | None:
-        """Replace an active fact's text in place (vector, keyword index, flag); the old text leaves no
-        trace: the fact's events, which quote it, are replaced by one 'corrected' event without text.
-
-        The earlier versions it superseded hold the old words too (a merge's, an invalidated one's), and
-        a later deletion of its source message would restore them: they are deleted, as a forget deletes
-        them, and the corrected fact stands alone. A buffered reply of the bot may repeat the old words:
-        the bot's buffered turns in the scope go too. Its sources, and so where it was learned, stay.
-        None when it is not this person's active fact.
-        """
-        if len(embedding) != self.dimensions:
-            raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
-        with self._tx():
-            owner = self._active_owner(fact_id)
-            if owner is None or (owner.scope, owner.user_id) != (scope, user_id):
-                return None
-            earlier = self._chain([fact_id])[1:]
-            self._delete_facts(earlier)
-            drop_bot_turns(self.conn, scope)
-            self.conn.execute(
-                "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
-                (text, int(sensitive), iso(utcnow()), fact_id),
-            )
-            self._write_vectors([(fact_id, embedding)])
-            self._unindex_words(fact_id)
-            self._index_words(fact_id, scope, user_id, text)
-            self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
-            self._event(
-                fact_id, scope, user_id, "corrected", {"versions_deleted": len(earlier)}, actor=user_id
-            )
-        self._scrub()
-        return self.get_fact(fact_id)
-
     def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         params: tuple[Any, ...] = (scope,) if user_id is None else (scope, user_id)
         where = "scope = ?" if user_id is None else "scope = ? AND user_id = ?"
@@ -150,8 +115,7 @@ class Facts(Connected):
         )
 
     def _insert_fact(self, fact: NewFact, text: str, embedding: Sequence[float], now: str) -> int:
-        if len(embedding) != self.dimensions:
-            raise ValueError(f"embedding has {len(embedding)} dimensions, expected {self.dimensions}")
+        self._check_width(embedding)
         [new_id] = self.conn.execute(
             "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -167,14 +131,19 @@ class Facts(Connected):
         return fact_id
 
     def _add_sources(self, fact_id: int, fact: NewFact, *, confirms: bool) -> None:
-        """Record which messages a fact comes from and where each was said; `confirms`: they only repeated
-        it, adding no words. Where comes from `fact.origins`, else from the buffered message itself."""
+        """Record which messages a fact comes from, where each was said and who said it; `confirms`: they
+        only repeated it, adding no words. Where comes from `fact.origins`, else from the buffered message
+        itself; who from the buffered message, else (a person's fact) its owner: a community fact goes
+        when one of its authors erases what they said."""
         for mid in fact.source_message_ids:
-            origin = fact.origins.get(mid) or buffered_origin(self.conn, mid)
+            origin, author = buffered_source(self.conn, mid)
+            origin = fact.origins.get(mid) or origin
+            if author is None and fact.user_id != COMMUNITY_ID:
+                author = fact.user_id
             self.conn.execute(
                 "INSERT INTO fact_sources "
-                "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     fact_id,
                     mid,
@@ -182,6 +151,7 @@ class Facts(Connected):
                     origin and origin.channel_id,
                     origin and origin.parent_channel_id,
                     int(bool(origin and origin.private_thread)),
+                    author,
                 ),
             )
 
@@ -189,8 +159,8 @@ class Facts(Connected):
         """A merged fact holds the words of the fact it replaces: it keeps that fact's sources, as they were."""
         self.conn.execute(
             "INSERT INTO fact_sources "
-            "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
-            "SELECT ?, message_id, confirms, channel_id, parent_channel_id, private_thread "
+            "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id) "
+            "SELECT ?, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id "
             "FROM fact_sources WHERE fact_id = ? ON CONFLICT DO NOTHING",
             (fact_id, from_id),
         )
@@ -261,6 +231,16 @@ class Facts(Connected):
                 r["id"] for r in select(self.conn, "SELECT id FROM facts WHERE superseded_by = ?", (fid,))
             )
         return seen
+
+    def _lineage(self, fact_ids: Iterable[int]) -> list[int]:
+        """The facts, every fact they were merged into (which holds their words), and the whole history of
+        each: what forgetting them deletes."""
+        ids = list(fact_ids)
+        return self._chain([*ids, *(later for fid in ids for later in self._merged_into(fid))])
+
+    def _source_messages(self, fact_ids: Sequence[int]) -> list[str]:
+        """Every message these facts were learned from (or repeated by)."""
+        return sorted({mid for mids in source_ids_of(self.conn, fact_ids).values() for mid in mids})
 
     def _delete_facts(self, fact_ids: Sequence[int]) -> None:
         for fid in fact_ids:

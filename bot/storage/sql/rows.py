@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple, TypeVar
 
-from bot.memory.models import BufferedMessage, Fact, FactStatus, GuildSettings, Origin, PendingChannel, Source
+from bot.memory.models import (
+    BufferedMessage,
+    Episode,
+    Fact,
+    FactStatus,
+    GuildSettings,
+    Origin,
+    PendingChannel,
+    Source,
+)
 from bot.storage.sql.database import Database, Row
 
 M = TypeVar("M")
@@ -20,6 +29,10 @@ M = TypeVar("M")
 FACT_COLUMNS = (
     "f.id, f.scope, f.user_id, f.text, f.status, f.superseded_by, f.valid_from, f.recorded_at, "
     "f.updated_at, f.retrieval_count, f.sensitive"
+)
+EPISODE_COLUMNS = (
+    "e.id, e.scope, e.channel_id, e.parent_channel_id, e.private_thread, e.summary, e.started_at, "
+    "e.ended_at, e.recorded_at"
 )
 BUFFERED_COLUMNS = (
     "message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
@@ -67,19 +80,27 @@ def origin_from(row: Row) -> Origin | None:
     return Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"]))
 
 
+def select_in(conn: Database, sql: str, values: Sequence[Any], before: Sequence[Any] = ()) -> list[Row]:
+    """Every row of a query whose `IN ({marks})` takes `values` (after the parameters `before`), asked
+    500 values at a time: a driver takes a limited number of parameters."""
+    rows: list[Row] = []
+    for start in range(0, len(values), 500):
+        chunk = values[start : start + 500]
+        rows += conn.select(sql.format(marks=",".join("?" * len(chunk))), [*before, *chunk])
+    return rows
+
+
 def sources_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[Source, ...]]:
     """Each fact's source messages with where they were said, in message order."""
     out: dict[int, list[Source]] = {}
-    for start in range(0, len(fact_ids), 500):
-        chunk = fact_ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.select(
-            "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread "
-            f"FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
-            chunk,
-        ):
-            source = Source(row["message_id"], origin_from(row), bool(row["confirms"]))
-            out.setdefault(row["fact_id"], []).append(source)
+    for row in select_in(
+        conn,
+        "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread "
+        "FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
+        fact_ids,
+    ):
+        source = Source(row["message_id"], origin_from(row), bool(row["confirms"]))
+        out.setdefault(row["fact_id"], []).append(source)
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -91,6 +112,29 @@ def facts_from(conn: Database, rows: Sequence[Row]) -> list[Fact]:
     """Facts from rows of FACT_COLUMNS, each with its sources."""
     sources = sources_of(conn, [row["id"] for row in rows])
     return [fact_from(row, sources.get(row["id"], ())) for row in rows]
+
+
+def episodes_from(conn: Database, rows: Sequence[Row]) -> list[Episode]:
+    """Episodes from rows of EPISODE_COLUMNS, each with its source messages (in message order) and its
+    participants (their distinct authors, in that order)."""
+    sources: dict[int, list[Row]] = {}
+    for source in select_in(
+        conn,
+        "SELECT episode_id, message_id, author_id FROM episode_sources WHERE episode_id IN ({marks}) "
+        "ORDER BY message_id",
+        [row["id"] for row in rows],
+    ):
+        sources.setdefault(source["episode_id"], []).append(source)
+    return [
+        build(
+            Episode,
+            row,
+            origin=Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"])),
+            participants=tuple(dict.fromkeys(s["author_id"] for s in sources.get(row["id"], ()))),
+            source_message_ids=tuple(s["message_id"] for s in sources.get(row["id"], ())),
+        )
+        for row in rows
+    ]
 
 
 def buffered_message_from(row: Row) -> BufferedMessage:

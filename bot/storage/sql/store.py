@@ -23,33 +23,60 @@ coroutine's statements.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
 from bot.memory.models import (
+    COMMUNITY_ID,
     AppliedChange,
     Decision,
+    Episode,
+    Fact,
     FactStatus,
     GuildSettings,
+    NewEpisode,
     NewFact,
     Operation,
     guild_scope,
     iso,
     utcnow,
 )
-from bot.storage.sql.buffer import Buffer, buffered_texts, drop_bot_turns, drop_pending_of
+from bot.storage.sql.buffer import Buffer, buffered_authors, buffered_texts, drop_bot_turns, drop_pending_of
 from bot.storage.sql.coordination import Coordination
 from bot.storage.sql.database import Database
+from bot.storage.sql.episodes import Episodes
 from bot.storage.sql.facts import Facts
 from bot.storage.sql.meta import check_embedding, read_meta, set_meta
 from bot.storage.sql.people import People, upsert_user
-from bot.storage.sql.rows import Owner, scalar, select, select_one
+from bot.storage.sql.rows import Owner, scalar, select, select_in, select_one
 from bot.storage.sql.search import Search
 
+# What was made from messages: the derived rows (`d`, id and scope) with a source (`s`) among some
+# messages or by some author (`made_from`): episodes, and community facts.
+EPISODES_BY_SOURCE = (
+    "SELECT DISTINCT d.id, d.scope FROM episode_sources AS s, episodes AS d WHERE d.id = s.episode_id"
+)
+COMMUNITY_FACTS_BY_SOURCE = (
+    "SELECT DISTINCT d.id, d.scope FROM fact_sources AS s, facts AS d "
+    f"WHERE d.id = s.fact_id AND d.user_id = '{COMMUNITY_ID}'"
+)
 
-class SqlStore(Facts, Search, Buffer, People, Coordination):
+
+def made_from(
+    conn: Database, by_source: str, scope: str | None, messages: Sequence[str], author: str | None
+) -> dict[int, str]:
+    """The rows of `by_source` (id -> scope) with one of `messages`, or a message of `author`, among their
+    sources; within `scope` (None: any scope, as a message id names one message wherever it is)."""
+    within, before = (" AND d.scope = ?", [scope]) if scope is not None else ("", [])
+    rows = select_in(conn, f"{by_source}{within} AND s.message_id IN ({{marks}})", messages, before)
+    if author is not None:
+        rows += select(conn, f"{by_source}{within} AND s.author_id = ?", [*before, author])
+    return {r["id"]: r["scope"] for r in rows}
+
+
+class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
     """The `Storage` port over any backend's `Database`; a backend's `Store` completes it."""
 
     @classmethod
@@ -184,6 +211,10 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
         (the count says what was removed). Forgetting everything also drops the person's buffered
         messages, so nothing is learned afterwards from text they said before. Leaves one 'forgotten'
         event with a count and no text.
+
+        What was made from the same messages goes too (`_forget_made_from`): every community fact and
+        episode with a source among those of the facts deleted and, forgetting everything, with a source
+        the person wrote. The count is of the person's facts.
         """
         with self._tx():
             if fact_ids is None:
@@ -203,16 +234,56 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
                         (fid, scope, user_id),
                     ).fetchone()
                 ]
-                ids = self._chain([*own, *(later for fid in own for later in self._merged_into(fid))])
+                ids = self._lineage(own)
                 if ids:  # a buffered reply of the bot may repeat the fact; it must not teach it again
                     drop_bot_turns(self.conn, scope)
+            messages = self._source_messages(ids)
             self._delete_facts(ids)
             if ids or fact_ids is None:
                 self._event(
                     None, scope, user_id, "forgotten", {"count": len(ids), "all": fact_ids is None}, actor
                 )
+            author = user_id if fact_ids is None else None
+            self._forget_made_from(scope, messages, author, actor=actor, why="forgotten")
         self._scrub(everything=fact_ids is None)
         return len(ids)
+
+    def correct_fact(
+        self, scope: str, user_id: str, fact_id: int, text: str, embedding: Sequence[float], sensitive: bool
+    ) -> Fact | None:
+        """Replace an active fact's text in place (vector, keyword index, flag); the old text leaves no
+        trace: the fact's events, which quote it, are replaced by one 'corrected' event without text.
+
+        The earlier versions it superseded hold the old words too (a merge's, an invalidated one's), and
+        a later deletion of its source message would restore them: they are deleted, as a forget deletes
+        them, and the corrected fact stands alone. A buffered reply of the bot may repeat the old words:
+        the bot's buffered turns in the scope go too, and so does every other community fact and episode
+        made from one of the messages of the fact or its earlier versions (`_forget_made_from`). Its
+        sources, and so where it was learned, stay. None when it is not this person's active fact.
+        """
+        self._check_width(embedding)
+        with self._tx():
+            owner = self._active_owner(fact_id)
+            if owner is None or (owner.scope, owner.user_id) != (scope, user_id):
+                return None
+            earlier = self._chain([fact_id])[1:]
+            messages = self._source_messages([fact_id, *earlier])
+            self._delete_facts(earlier)
+            drop_bot_turns(self.conn, scope)
+            self.conn.execute(
+                "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
+                (text, int(sensitive), iso(utcnow()), fact_id),
+            )
+            self._write_vectors([(fact_id, embedding)])
+            self._unindex_words(fact_id)
+            self._index_words(fact_id, scope, user_id, text)
+            self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
+            self._event(
+                fact_id, scope, user_id, "corrected", {"versions_deleted": len(earlier)}, actor=user_id
+            )
+            self._forget_made_from(scope, messages, None, keep=fact_id, actor=user_id, why="corrected")
+        self._scrub()
+        return self.get_fact(fact_id)
 
     def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
         """A source message was deleted: drop it from the buffer, with the bot's replies to it, and from facts.
@@ -220,7 +291,9 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
         Facts that carry its words are deleted: a fact left with no source, a merged fact the message
         added its text to, and every fact merged from one of those. Facts they had superseded become
         active again, because the statement that replaced them was withdrawn. Other facts only lose it
-        as a source. Returns (scope, user_id, fact_id) of deleted facts.
+        as a source. A community fact or an episode is made of all its messages: one with this message
+        among its sources is deleted whole (a community fact with its history, `_forget_made_from`).
+        Returns (scope, user_id, fact_id) of deleted facts, user_id COMMUNITY_ID for community facts.
         """
         removed: list[tuple[str, str, int]] = []
         now = iso(utcnow())
@@ -228,6 +301,7 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
             buffered = self.conn.execute(
                 "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
             ).rowcount
+            derived, episodes = self._forget_made_from(None, [message_id], None, why="source deleted")
             carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
@@ -259,9 +333,84 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
                 self._delete_facts([fid])
                 self._event(None, scope, user_id, "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((scope, user_id, fid))
-        if removed or buffered:
+        if removed or derived or episodes or buffered:
             self._scrub()
-        return removed
+        return removed + derived
+
+    def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:
+        """A server's forget-everything: every fact of everyone in the scope (the community's too) with its
+        history, every episode and every buffered message; one 'forgotten' event without text.
+        Opt-outs and settings stay. Returns how many facts and episodes went."""
+        with self.conn.pipeline(), self._tx():
+            ids = [r["id"] for r in select(self.conn, "SELECT id FROM facts WHERE scope = ?", (scope,))]
+            self._delete_facts(ids)
+            episodes = int(scalar(self.conn, "SELECT count(*) FROM episodes WHERE scope = ?", (scope,)))
+            self.conn.execute("DELETE FROM episodes WHERE scope = ?", (scope,))  # (no rowcount in a pipeline)
+            self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (scope,))
+            detail = {"count": len(ids), "episodes": episodes, "all": True}
+            self._event(None, scope, COMMUNITY_ID, "forgotten", detail, actor)
+        self._scrub(everything=True)
+        return len(ids), episodes
+
+    def forget_episode(self, scope: str, episode_id: int, *, actor: str = "system") -> bool:
+        """Hard-delete one episode of this scope (an admin's forget), with an event without text; False
+        when the scope has no such episode."""
+        with self._tx():
+            gone = self._delete_episodes(scope, [episode_id])
+            if gone:
+                self._event(None, scope, COMMUNITY_ID, "forgotten", {"episodes": gone}, actor)
+        if gone:
+            self._scrub()
+        return bool(gone)
+
+    def correct_episode(
+        self, scope: str, episode_id: int, summary: str, embedding: Sequence[float], *, actor: str = "system"
+    ) -> Episode | None:
+        """Replace an episode's summary and vector in place, leaving no trace of the old words (its sources,
+        time span and channel stay); None when the scope has no such episode."""
+        self._check_width(embedding)
+        with self._tx():
+            changed = self.conn.execute(
+                "UPDATE episodes SET summary = ?, embedding = ? WHERE id = ? AND scope = ?",
+                (summary, self._vector(embedding), episode_id, scope),
+            ).rowcount
+            if changed:
+                self._event(None, scope, COMMUNITY_ID, "corrected", {"episode": episode_id}, actor)
+        if not changed:
+            return None
+        self._scrub()
+        return self.get_episode(episode_id)
+
+    def _forget_made_from(
+        self,
+        scope: str | None,
+        messages: Sequence[str],
+        author: str | None,
+        *,
+        keep: int | None = None,
+        actor: str = "system",
+        why: str,
+    ) -> tuple[list[tuple[str, str, int]], int]:
+        """Derived data follows its sources: delete every community fact with one of `messages`, or a
+        message of `author`, among its sources (with every version of it, `_lineage`), and every such
+        episode; in `scope` (None: wherever they are). `keep` is a fact that stays (the one being
+        corrected). A buffered reply of the bot may repeat what went: the bot's buffered turns in the
+        scope go too. One 'forgotten' event per scope, with counts and `why`, no text. Returns the
+        community facts that went as (scope, COMMUNITY_ID, fact_id), and how many episodes."""
+        facts = made_from(self.conn, COMMUNITY_FACTS_BY_SOURCE, scope, messages, author)
+        episodes = made_from(self.conn, EPISODES_BY_SOURCE, scope, messages, author)
+        removed: list[tuple[str, str, int]] = []
+        episodes_gone = 0
+        for where in sorted({*facts.values(), *episodes.values()}):
+            ids = [f for f in self._lineage(f for f, s in facts.items() if s == where) if f != keep]
+            self._delete_facts(ids)
+            gone = self._delete_episodes(where, [e for e, s in episodes.items() if s == where])
+            drop_bot_turns(self.conn, where)
+            detail = {"count": len(ids), "episodes": gone, "made_from": why}
+            self._event(None, where, COMMUNITY_ID, "forgotten", detail, actor)
+            removed += [(where, COMMUNITY_ID, fid) for fid in ids]
+            episodes_gone += gone
+        return removed, episodes_gone
 
     # ---- a flush -------------------------------------------------------------------------------------------
 
@@ -269,30 +418,36 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
         self,
         operations: Sequence[Operation],
         *,
+        episodes: Sequence[NewEpisode] = (),
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
     ) -> list[AppliedChange]:
-        """Apply a flush's plan, its events and the removal of its buffered messages in ONE transaction.
+        """Apply a flush's plan and store its episodes, with its events and the removal of its buffered
+        messages, in ONE transaction.
 
         The plan is decided: consolidation (bot/memory/consolidate.py, `resolved`) settled every
         operation, down to what it becomes if its target is gone. An incomplete operation (a MERGE
         without its text, a decision on a known fact that names none, a fact to store without its
-        vector) raises ValueError before anything is written.
+        vector) or episode (without sources or vector) raises ValueError before anything is written.
 
         What only the write can see is checked here, each with one outcome:
         - a fact of a person who opted out, drawn from a message edited while the flush ran (its text
           differs from `read_texts`), or whose every source message left the buffer meanwhile, is
           skipped; an edited message stays buffered with its new text, and a fact keeps no trace of a
           source deleted meanwhile;
+        - a community fact or an episode is made of all its messages: it is skipped unless every one of
+          them is still buffered, unedited, and by someone who has not opted out (`_from_buffer`);
         - a target that is no longer the person's active fact (forgotten meanwhile) gets the
           operation's `fallback`; an operation without one is skipped;
         - a DUPLICATE of a fact merged meanwhile (by this very plan) confirms the fact holding its words.
         `refreshed` carries fresh vectors for facts listed by `stale_facts()`.
         """
-        if faults := [fault for planned in operations if (fault := _incomplete(planned)) is not None]:
+        faults = [fault for planned in operations if (fault := _incomplete(planned)) is not None]
+        faults += [f"an episode of {e.scope} has no {what}" for e in episodes for what in _missing(e)]
+        if faults:
             raise ValueError(f"cannot apply the flush's plan: {'; '.join(faults)}")
         now = iso(utcnow())
         applied: list[AppliedChange] = []
@@ -303,10 +458,15 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
             current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
             withdrawn = {mid for mid in consumed_message_ids if current[mid] is None}
             edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
+            # What is made of several people's messages is checked against each message's author.
+            made_of = {
+                m for op in operations if op.fact.user_id == COMMUNITY_ID for m in op.fact.source_message_ids
+            }
+            authors = buffered_authors(self.conn, made_of | {m for e in episodes for m in e.sources})
             for (scope, user_id), name in (user_names or {}).items():
                 upsert_user(self.conn, scope, user_id, name)
             for planned in operations:
-                op = _admitted(planned, opted_out, withdrawn, edited)
+                op = _admitted(planned, opted_out, withdrawn, edited, authors)
                 if op is None:
                     continue
                 if not op.decision.has_target:
@@ -318,6 +478,9 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
                     applied.append(self._confirm(op, found[0], now, actor))
                 else:
                     applied.append(self._replace(op, *found, now, actor))
+            for episode in episodes:
+                if _from_buffer(episode.scope, episode.sources, opted_out, edited, authors):
+                    self._insert_episode(episode, now)
             for mid in consumed_message_ids:
                 if mid not in edited:
                     self.conn.execute("DELETE FROM pending_messages WHERE message_id = ?", (mid,))
@@ -435,14 +598,16 @@ class SqlStore(Facts, Search, Buffer, People, Coordination):
         }
         people = scalar(
             self.conn,
-            f"SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts {where}) AS people",
-            params,
+            "SELECT count(*) FROM (SELECT DISTINCT scope, user_id FROM facts WHERE user_id != ? "
+            f"{'AND scope = ?' if scope else ''}) AS people",  # the community is no person
+            (COMMUNITY_ID, *params),
         )
         scopes = scalar(self.conn, "SELECT count(DISTINCT scope) FROM facts")
         return {
             "facts": {s.value: by_status.get(s.value, 0) for s in FactStatus},
             "people": people,
             "scopes": scopes,
+            "episodes": scalar(self.conn, f"SELECT count(*) FROM episodes {where}", params),
             "pending_messages": self.count_pending(scope),
         }
 
@@ -461,11 +626,39 @@ def _incomplete(op: Operation) -> str | None:
     return None
 
 
+def _missing(episode: NewEpisode) -> list[str]:
+    """What an episode lacks to be stored: the messages it was made from, its vector."""
+    return [
+        what for what, there in (("sources", episode.sources), ("embedding", episode.embedding)) if not there
+    ]
+
+
+def _from_buffer(
+    scope: str,
+    sources: Collection[str],
+    opted_out: set[tuple[str, str]],
+    edited: set[str],
+    authors: dict[str, str],
+) -> bool:
+    """Whether something made of all these messages may be stored: each is still buffered (`authors`:
+    neither deleted, forgotten nor dropped meanwhile), unedited, and by someone who has not opted out."""
+    return bool(sources) and all(
+        mid in authors and mid not in edited and (scope, authors[mid]) not in opted_out for mid in sources
+    )
+
+
 def _admitted(
-    op: Operation, opted_out: set[tuple[str, str]], withdrawn: set[str], edited: set[str]
+    op: Operation,
+    opted_out: set[tuple[str, str]],
+    withdrawn: set[str],
+    edited: set[str],
+    authors: dict[str, str],
 ) -> Operation | None:
-    """The operation as its sources stand at the write; None when it must teach nothing (see apply_flush)."""
+    """The operation as its sources stand at the write; None when it must teach nothing (see apply_flush).
+    `authors`: the buffered authors of community facts' sources."""
     fact = op.fact
+    if fact.user_id == COMMUNITY_ID:
+        return op if _from_buffer(fact.scope, fact.source_message_ids, opted_out, edited, authors) else None
     sources = set(fact.source_message_ids)
     if (fact.scope, fact.user_id) in opted_out or sources & edited:
         return None
