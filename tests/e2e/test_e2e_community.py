@@ -11,6 +11,8 @@ import pytest
 from bot.memory import recall
 from bot.memory.models import COMMUNITY_ID, utcnow
 from tests.e2e import world as world_module
+from tests.e2e.test_e2e_lookup import ask as lookup_ask
+from tests.e2e.test_e2e_lookup import responses
 from tests.e2e.test_e2e_trust import ask, staff_only
 from tests.e2e.world import World, world
 from tests.integration.test_store import file_bytes, traces
@@ -88,8 +90,9 @@ async def test_a_staff_episode_and_decision_never_reach_general(tmp_path: Path) 
 async def test_an_opted_out_person_and_a_sensitive_statement_reach_no_episode(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"
-        await w.bot.memory.set_opt_out(scope, str(w.carol["id"]), True)
-        await w.say(w.general, w.carol, "Our book club reads Dune this month", expect_capture=False)
+        dave = w.discord.add_user("dave")
+        await w.bot.memory.set_opt_out(scope, str(dave["id"]), True)
+        await w.say(w.general, dave, "Our book club reads Dune this month", expect_capture=False)
         await w.say(w.general, w.bob, "I have diabetes so bring snacks without sugar to the meetup")
         await w.say(w.general, w.alice, "The meetup is at the library on Saturday afternoon")
         await w.flush()
@@ -113,7 +116,7 @@ async def test_erasing_a_source_leaves_no_trace_in_episodes_and_community_facts(
         assert any("Zanzibar" in s for s in await episodes(w))
         assert any("Zanzibar" in t for t in await community(w))
         if erasure == "delete the message":
-            await w.discord.delete_message(w.general, said["id"])
+            await w.discord.delete_message(w.general, int(said["id"]))
         elif erasure == "forget one fact":
             [moved] = [f for f in await w.facts(scope, w.bob) if "Zanzibar" in f.text]
             assert await w.bot.memory.forget(scope, str(w.bob["id"]), [moved.id]) >= 1
@@ -137,28 +140,10 @@ async def test_search_memory_looks_through_the_servers_memory_under_the_same_aud
         await w.say(staff, w.bob, "The tournament prize pool is 500 euros, keep it quiet until Friday")
         await w.say(w.general, w.alice, "The tournament brackets are in the pinned post")
         await w.flush()
-        before = len(w.chat_requests())
-        sent = await w.discord.send_message(
-            w.general, w.carol, "do you remember what we said about the tournament prize?", mention_bot=True
-        )
-        reply = await w.discord.wait_for_bot_message(
-            w.general,
-            lambda m: (m.get("message_reference") or {}).get("message_id") == sent["id"],
-            timeout=10,
-        )
-        looked_up = [
-            p["functionResponse"]["response"]
-            for r in w.chat_requests()[before:]
-            for c in r.get("contents", [])
-            for p in c.get("parts", [])
-            if "functionResponse" in p
-        ]
-        assert looked_up and "500" not in str(looked_up) and "prize pool" not in str(looked_up)
-        assert "500" not in reply["content"]
-        sent = await w.discord.send_message(
-            staff, w.bob, "do you remember what we said about the tournament prize?", mention_bot=True
-        )
-        reply = await w.discord.wait_for_bot_message(
-            staff, lambda m: (m.get("message_reference") or {}).get("message_id") == sent["id"], timeout=10
-        )
-        assert "500 euros" in reply["content"]
+        question = "do you remember what we said about the tournament prize?"
+        reply, requests = await lookup_ask(w, w.general, w.carol, question)
+        looked_up = [r for request in requests for r in responses(request)]
+        assert looked_up and looked_up[0]["person"] == "The server"
+        assert "500" not in str(looked_up) and "500" not in reply
+        reply, requests = await lookup_ask(w, staff, w.bob, question)
+        assert "500 euros" in reply
