@@ -20,7 +20,7 @@ import discord
 
 from bot.discord_text import split_message
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.models import AppliedChange, Decision, guild_id_of
+from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, guild_id_of
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +192,8 @@ class AdminLog:
 
     def name_of(self, guild_id: int | None, user_id: str) -> str:
         """A display name that cannot ping (markdown escaped), or 'user <id>' when the member is unknown."""
+        if user_id == COMMUNITY_ID:  # the owner of the server's community facts is no member
+            return "the server (community memory)"
         if not user_id.isdigit():
             return discord.utils.escape_markdown(user_id) or "someone"
         guild = self.bot.get_guild(guild_id) if guild_id is not None else None

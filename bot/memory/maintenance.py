@@ -78,7 +78,9 @@ class Maintenance:
         force: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> Reembedded:
-        """Re-embed every fact (all statuses) with `model`, `batch` at a time; safe to interrupt and run again.
+        """Re-embed every fact (all statuses), then every episode, with `model`, `batch` at a time; safe to
+        interrupt and run again (vectors of two models are never searched together: the store refuses
+        the new model until this finishes).
 
         Each batch's vectors and the progress land in one transaction, so a failure keeps what was done.
         `progress(done, last_id)` is called after each batch.
@@ -103,6 +105,17 @@ class Maintenance:
                 )
                 after = todo[-1][0]
                 done += len(todo)
+                if progress:
+                    progress(done, after)
+            episode = await store.call(Storage.episodes_reembedded_up_to)
+            while summaries := await store.call(Storage.episodes_to_reembed, episode, batch):
+                vectors = await self.embedder.embed([text for _, text in summaries], "document")
+                await store.call(
+                    Storage.store_reembedded_episodes,
+                    [(eid, vec) for (eid, _), vec in zip(summaries, vectors, strict=True)],
+                )
+                episode = summaries[-1][0]
+                done += len(summaries)
                 if progress:
                     progress(done, after)
         except ModelError as exc:

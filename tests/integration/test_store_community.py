@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.memory.maintenance import Maintenance
 from bot.memory.models import (
     COMMUNITY_ID,
     COMMUNITY_NAME,
@@ -19,9 +20,9 @@ from bot.memory.models import (
     Operation,
     Origin,
 )
-from bot.storage import Store
+from bot.storage import AsyncStore, Store
 from bot.storage.sqlite.schema import MIGRATIONS
-from tests.fakes import DIMS, unit
+from tests.fakes import DIMS, FakeEmbedder, unit
 from tests.integration.test_store import file_bytes, old_database, schema_of, traces
 
 SCOPE = "guild:1"
@@ -468,3 +469,18 @@ def test_a_version_6_database_gains_community_memory_with_its_data_as_it_was(tmp
     finally:
         store.close()
         fresh.close()
+
+
+async def test_reembedding_gives_episodes_the_new_models_vectors_too(database: Path | str) -> None:
+    messages = [said("m1", "u1", "We play on Fridays")]
+    before = await AsyncStore.open(database, embedding_model="fake-embedding", dimensions=DIMS)
+    await before.call(flush, messages, [], [episode("- We play on Fridays", {"m1": "u1"}, unit(1.0))])
+    await before.close()
+    after = await AsyncStore.open(database, embedding_model="wider", dimensions=8, allow_model_change=True)
+    try:
+        done = await Maintenance(after, FakeEmbedder(dims=8)).reembed("wider", 8, batch=1)
+        assert done.error is None and done.done == 1
+        [(found, _)] = await after.call(Store.episodes_near, SCOPE, unit(1.0, dims=8), 5)
+        assert found.summary == "- We play on Fridays"  # searchable with the new model's vectors
+    finally:
+        await after.close()

@@ -14,7 +14,7 @@ import pytest
 
 from bot.adminlog import AdminLog, flush_line, short_error
 from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.models import AppliedChange, Decision, GuildSettings, NewFact
+from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, GuildSettings, NewFact
 from bot.memory.service import MemoryService
 
 INTERVAL = 0.2
@@ -302,3 +302,9 @@ async def test_forgetting_through_the_service_never_logs_the_fact_text(service: 
     posted = "\n".join(c for _, c, _ in channel.sent)
     assert posted == "Forgot 1 fact of Alice.\nForgot 1 fact of Alice (everything, by Bob)."
     assert "swordfish" not in posted and "diagnosed" not in posted
+
+
+def test_the_community_is_named_as_the_server_never_as_a_member() -> None:
+    log = AdminLog(FakeBot(), default_channel_id=None)
+    deleted = Forgotten(f"guild:{GUILD}", COMMUNITY_ID, 2, reason="source deleted")
+    assert log.describe(deleted) == "Forgot 2 facts of the server (community memory) (source deleted)."

@@ -563,6 +563,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             if meta.get("reembed_target") != target:
                 set_meta(self.conn, "reembed_target", target)
                 set_meta(self.conn, "reembed_after_id", "0")
+                set_meta(self.conn, "reembed_episodes_after_id", "0")
                 return 0
         return int(meta.get("reembed_after_id", "0"))
 
@@ -579,11 +580,33 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             if vectors:
                 set_meta(self.conn, "reembed_after_id", str(max(fid for fid, _ in vectors)))
 
+    def episodes_reembedded_up_to(self) -> int:
+        """The last episode id a re-embedding already did (0: none yet); facts go first."""
+        return int(read_meta(self.conn).get("reembed_episodes_after_id", "0"))
+
+    def episodes_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        rows = select(
+            self.conn, "SELECT id, summary FROM episodes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        )
+        return [(r["id"], r["summary"]) for r in rows]
+
+    def store_reembedded_episodes(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Replace these episodes' vectors and record the progress, atomically."""
+        with self._tx():
+            for episode_id, vector in vectors:
+                self.conn.execute(
+                    "UPDATE episodes SET embedding = ? WHERE id = ?", (self._vector(vector), episode_id)
+                )
+            if vectors:
+                set_meta(self.conn, "reembed_episodes_after_id", str(max(eid for eid, _ in vectors)))
+
     def finish_reembed(self, model: str, dimensions: int) -> None:
         with self._tx():
             set_meta(self.conn, "embedding_model", model)
             set_meta(self.conn, "embedding_dimensions", str(dimensions))
-            self.conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_after_id')")
+            self.conn.execute(
+                "DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_after_id', 'reembed_episodes_after_id')"
+            )
         self.dimensions = dimensions
 
     # ---- statistics ----------------------------------------------------------------------------------------
