@@ -727,6 +727,11 @@ class MemoryService:
         [vector] = await self.embedder.embed([summary], "document")
         return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector)
 
+    async def episode(self, scope: str, episode_id: int) -> Episode | None:
+        """One episode of this scope (an admin's correction opens on it); None when the scope has none."""
+        found = await self.store.call(Storage.get_episode, episode_id)
+        return found if found is not None and found.scope == scope else None
+
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""
         return await self.store.call(Storage.user_names, scope, user_ids)
