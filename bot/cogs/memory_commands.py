@@ -535,7 +535,7 @@ def episode_form(
     """The form that corrects an episode's summary (an admin's); `corrected` hears of the correction."""
 
     async def correct(interaction: discord.Interaction, text: str) -> str:
-        fixed = await memory.correct_episode(episode.scope, episode.id, text)
+        fixed = await memory.correct_episode(episode.scope, episode.id, text, actor=str(interaction.user.id))
         if fixed is None:
             return f"Episode #{episode.id} is no longer here; nothing was changed."
         corrected(fixed)

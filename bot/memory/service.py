@@ -719,13 +719,15 @@ class MemoryService:
         """Hard-delete one episode of a server; whether it was there."""
         return await self.store.call(Storage.forget_episode, scope, episode_id, actor=actor)
 
-    async def correct_episode(self, scope: str, episode_id: int, summary: str) -> Episode | None:
+    async def correct_episode(
+        self, scope: str, episode_id: int, summary: str, *, actor: str = "system"
+    ) -> Episode | None:
         """Replace an episode's summary (an admin's correction), re-embedded; the old words leave no trace."""
         summary = clean(summary, len(summary))
         if not worth_reading(summary):
             raise ValueError("the corrected summary is empty")
         [vector] = await self.embedder.embed([summary], "document")
-        return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector)
+        return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector, actor=actor)
 
     async def episode(self, scope: str, episode_id: int) -> Episode | None:
         """One episode of this scope (an admin's correction opens on it); None when the scope has none."""
