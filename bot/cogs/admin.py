@@ -433,6 +433,30 @@ class Admin(commands.Cog, name="admin"):
             "yet are dropped. What I already know stays (use /memory-admin forget to remove it).",
         )
 
+    @admin_group.command(
+        name="forget-server", description="Forget everything learned in this server, after a confirmation"
+    )
+    async def forget_server(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(guild_id(interaction))
+
+        async def forget() -> str:
+            facts, episodes = await self.bot.memory.forget_server(scope, actor=str(interaction.user.id))
+            self.note(interaction, "forgot everything learned in this server")
+            return (
+                f"Forgot everything learned in this server: {plural(facts, 'fact')} (people's and the "
+                f"community's) and {plural(episodes, 'episode')}, and what was waiting to be learned."
+            )
+
+        async def ask() -> Reply:
+            question = (
+                "Forget everything learned in this server: every member's facts, the community facts and "
+                "the episodes, and what is waiting to be learned? This can't be undone. Opt-outs and "
+                "settings stay."
+            )
+            return Reply(question, ConfirmView(interaction, forget, confirm_label="Forget all"))
+
+        await answer(interaction, ask())
+
     @admin_group.command(name="others-visible", description="Whether members may see each other's facts")
     @app_commands.describe(state="on: members can use /facts on each other; off: only their own")
     async def others_visible(self, interaction: discord.Interaction, state: Literal["on", "off"]) -> None:

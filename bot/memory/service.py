@@ -767,6 +767,14 @@ class MemoryService:
             self._emit(Forgotten(scope, user_id, count, everything=fact_ids is None, actor=actor or user_id))
         return count
 
+    async def forget_server(self, scope: str, *, actor: str) -> tuple[int, int]:
+        """A server's forget-everything: everyone's facts, the community's, every episode and every
+        buffered message of the scope, for good; (facts, episodes) that went. Opt-outs and settings stay."""
+        await self._settle_queue()  # what was said before the erase is part of "everything"
+        facts, episodes = await self.store.call(Storage.forget_scope, scope, actor=actor)
+        self._emit(Forgotten(scope, COMMUNITY_ID, facts, everything=True, actor=actor))
+        return facts, episodes
+
     async def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
         async with self._settings_changing:

@@ -352,3 +352,35 @@ async def test_admins_list_correct_and_forget_episodes_leaving_no_trace_and_memb
             f"alice forgot episode #{general.id}.",
         )
         assert "Thursdays" not in logged and "Wednesday" not in logged
+
+
+async def test_a_servers_forget_everything_leaves_no_word_of_people_community_or_episodes(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
+        await episode_in(
+            w,
+            w.general,
+            (w.bob, "I keep bees in Quimper. Our server meetup moves to Quimper in May"),
+            (w.alice, "The Quimper meetup starts at noon"),
+        )
+        await w.say(w.general, w.carol, "Quimper again, still waiting to be learned")
+        assert await w.bot.memory.list_episodes(scope(w)) and await w.facts(scope(w), w.bob)
+        inter = await w.discord.invoke_command(
+            w.bob, "memory-admin", subcommand="forget-server", channel_id=w.general
+        )
+        assert (await inter.wait_response())["data"]["content"] == NEED_MANAGE_SERVER
+        inter = await w.discord.invoke_command(
+            w.alice, "memory-admin", subcommand="forget-server", channel_id=w.general
+        )
+        asked = (await inter.wait_response())["data"]
+        assert asked["flags"] & EPHEMERAL and "This can't be undone" in asked["content"]
+        assert inter.original_message_id is not None
+        done = await click(w, w.alice, inter.original_message_id, "forget:confirm")
+        assert done["data"]["content"].startswith("Forgot everything learned in this server:")
+        assert await w.bot.memory.list_episodes(scope(w)) == [] and await w.facts(scope(w), w.bob) == []
+        assert traces(w.bot.memory.store.sync, backend(), ["Quimper"]) == []
+        if backend() == "sqlite":
+            assert b"quimper" not in file_bytes(Path(w.bot.settings.database_location)).lower()
+        await log_lines(w, "alice forgot everything learned in this server")
