@@ -5,11 +5,15 @@ OpenAI's does; the routes answer without it too, as a base URL given without /v1
 `POST /v1/chat/completions`, plain or streamed (server-sent `data: {...}` chunks, usage when
 `stream_options.include_usage`, then `data: [DONE]`), with tools, `response_format` (json_schema, strict
 or not, and json_object), image parts and token limits; `POST /v1/embeddings` (float or base64) and
-`GET /v1/models`. Errors use OpenAI's error JSON; a key given to the stand-in is required as a Bearer token.
+`GET /v1/models`. Embeddings are `hashed_embedding` normalised, in the model's own width (`EMBED_WIDTHS`,
+else `default_embed_dims`) or `dimensions`. Errors use OpenAI's error JSON; a key given to the stand-in is
+required as a Bearer token.
 
 The chat's answers come from `generate_handler`, the same handler the Gemini stand-in takes (so
 `standins.brain.FakeBrain` answers on both providers): a request is translated into the Gemini body it
-reads (`gemini_body`), and its text or functionCall parts back into content or tool_calls. Switches make
+reads (`gemini_body`), and its text or functionCall parts back into content or tool_calls (FakeBrain
+knows a memory task by the marker that starts the system messages: a schema the adapter adds to the
+instruction goes after it). Switches make
 it act like an endpoint that does less (`ignores_response_format`, `rejects_json_schema`, `no_tools`,
 `no_images`), and tests queue faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and
 `malformed_next`. Requests are recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
@@ -249,6 +253,7 @@ class OpenAIStandIn(LocalServer):
         super().__init__()
         # api_key None is a local server: any key or none. A string must come as `Authorization: Bearer`.
         self.api_key = api_key
+        # What GET /models lists; a request may name any model, as a local server serving one takes any.
         self.chat_models = chat_models
         self.embedding_models = embedding_models
         self.default_embed_dims = default_embed_dims
@@ -477,6 +482,10 @@ class OpenAIStandIn(LocalServer):
             raise Refused(f"Invalid value: '{encoding}'. Supported values are: 'float' and 'base64'.")
         data = []
         for index, text in enumerate(texts):
+            # `dimensions` as the Gemini stand-in takes outputDimensionality: the text hashed into that
+            # width. A real model's vector is cut to it; a cut hashed vector keeps the shared baseline
+            # whole but few of its words (unrelated texts ~0.9 alike at 64 of 1536), so recall would not
+            # behave as in the Gemini tests.
             vector = _unit(self.embed_handler(text, None, dims or width))
             value: Any = (
                 vector
