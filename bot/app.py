@@ -1,4 +1,4 @@
-"""The composition root: settings -> Gemini client, storage, memory service, bot.
+"""The composition root: settings -> models, storage, memory service, bot.
 
 The only place that reads `Settings` to build the parts; the engine takes plain policies and ports,
 so the CLI, the Discord client, the benchmarks and the tests all get a service wired the same way.
@@ -6,16 +6,18 @@ so the CLI, the Discord client, the benchmarks and the tests all get a service w
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
-from dataclasses import fields
-from typing import TypeVar
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
+from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
-from bot.memory.ports import ModelError
+from bot.memory.ports import ChatModel, Embedder, JsonModel, ModelError
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError
@@ -64,17 +66,49 @@ async def open_store(settings: Settings, *, allow_model_change: bool = False) ->
     )
 
 
-async def open_memory(settings: Settings, gemini: GeminiClient | None = None) -> MemoryService:
-    """The memory service on the settings' database and Gemini (a client of its own unless given);
-    not started yet."""
+@dataclass(frozen=True)
+class Models:
+    """The models the settings choose: structured answers for the engine, embeddings, the chat, and the
+    usage counters they all count in. One client may play several parts; `aclose` closes each once."""
+
+    json: JsonModel
+    embedder: Embedder
+    chat: ChatModel
+    usage: Usage
+    clients: tuple[Any, ...]
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+
+def open_models(settings: Settings, *, max_retries: int | None = None) -> Models:
+    """The model clients of the settings' provider (`max_retries` overrides their retry budget)."""
+    usage = Usage()
+    gemini = GeminiClient.from_settings(settings, usage)
+    if max_retries is not None:
+        gemini.max_retries = max_retries
+    return Models(json=gemini, embedder=gemini, chat=gemini, usage=usage, clients=(gemini,))
+
+
+async def open_memory(settings: Settings, models: Models | None = None) -> MemoryService:
+    """The memory service on the settings' database and models (opened here unless given);
+    not started yet. Closing the service closes the models."""
     store = await open_store(settings)
-    gemini = gemini or GeminiClient.from_settings(settings)
+    models = models or open_models(settings)
     return MemoryService(
-        store, gemini, gemini, memory_policy(settings), usage=gemini.usage.snapshot, holder=process_holder()
+        store,
+        models.json,
+        models.embedder,
+        memory_policy(settings),
+        usage=models.usage.snapshot,
+        holder=process_holder(),
+        close_models=models.aclose,
     )
 
 
-async def open_maintenance(settings: Settings, *, embedder: GeminiClient | None = None) -> Maintenance:
+async def open_maintenance(settings: Settings, *, embedder: Embedder | None = None) -> Maintenance:
     """The operator's use cases on the settings' database, whatever its embedding state; `embedder` for
     re-embedding only."""
     return Maintenance(await open_store(settings, allow_model_change=True), embedder)

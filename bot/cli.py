@@ -29,10 +29,10 @@ from bot.app import (
     migrate_database,
     open_maintenance,
     open_memory,
+    open_models,
     open_store,
 )
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.gemini import GeminiClient
 from bot.memory.maintenance import Maintenance
 from bot.memory.models import (
     MAX_FACT_CHARS,
@@ -419,16 +419,14 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
 
 async def _check_gemini(settings: Settings) -> dict[str, Any]:
     """One embedding of one word: it proves the key, the endpoint and the embedding model, for next to nothing."""
-    gemini = GeminiClient.from_settings(
-        replace(settings, gemini_max_retries=min(1, settings.gemini_max_retries))
-    )
+    models = open_models(settings, max_retries=min(1, settings.gemini_max_retries))
     try:
-        await gemini.embed(["check"], "query")
+        await models.embedder.embed(["check"], "query")
     except ModelError as exc:
         text = str(exc)
         return {"ok": False, "error": text if text.startswith("Gemini") else f"Gemini: {text}"}
     finally:
-        await gemini.aclose()
+        await models.aclose()
     return {
         "ok": True,
         "detail": f"{settings.embedding_model} answered at {settings.embedding_dimensions} dimensions",
@@ -855,9 +853,9 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
     missing = settings.missing("gemini_api_key")
     if missing:
         raise CliError(*missing)
-    client = GeminiClient.from_settings(settings)
+    models = open_models(settings)
     try:
-        memory = await open_maintenance(settings, embedder=client)
+        memory = await open_maintenance(settings, embedder=models.embedder)
         try:
             result = await memory.reembed(
                 settings.embedding_model,
@@ -869,7 +867,7 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             await memory.close()
     finally:
-        await client.aclose()
+        await models.aclose()
     target = f"{settings.embedding_model} at {settings.embedding_dimensions} dimensions"
     if result.up_to_date:
         _emit(

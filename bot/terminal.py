@@ -33,9 +33,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
-from bot.app import failure_line, failures, open_memory
+from bot.app import failure_line, failures, open_memory, open_models
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
@@ -530,25 +529,25 @@ async def until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def session_memory(settings: Settings) -> AsyncIterator[tuple[MemoryService, GeminiClient]]:
+async def session_memory(settings: Settings) -> AsyncIterator[tuple[MemoryService, ChatModel]]:
     """The memory (capturing, flushing only the terminal's scope) and the chat model, closed on leaving
     within a few seconds; the bot's last-run usage figures are left alone."""
-    gemini = GeminiClient.from_settings(settings)
+    models = open_models(settings)
     try:
-        memory = await open_memory(terminal_settings(settings), gemini)
+        memory = await open_memory(terminal_settings(settings), models)
     except BaseException:
-        await gemini.aclose()
+        await models.aclose()
         raise
     try:
         await memory.start(scope=TERMINAL_SCOPE)
-        yield memory, gemini
+        yield memory, models.chat
     finally:
         await memory.close(CLOSE_SECONDS, record_usage=False)
 
 
 async def chat(settings: Settings, *, name: str, stdin: TextIO, out: TextIO, err: TextIO) -> None:
-    async with session_memory(settings) as (memory, gemini):
-        session = TerminalChat(memory, gemini, settings, name=name, out=out, err=err)
+    async with session_memory(settings) as (memory, model):
+        session = TerminalChat(memory, model, settings, name=name, out=out, err=err)
         with terminal_kept(stdin):
             await session.run(LineReader(stdin, prompt=f"{name}> "))
 

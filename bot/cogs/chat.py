@@ -64,7 +64,7 @@ class Chat(commands.Cog):
         self._attachments = AttachmentReader(attachment_limits(settings))
         self.replier = Replier(
             bot.memory,
-            bot.gemini,
+            bot.models.chat,
             turn_max_chars=settings.chat_turn_max_chars,
             prompt_max_chars=settings.chat_prompt_max_chars,
         )
