@@ -13,9 +13,7 @@ call, is refused with a 400, as Gemini does.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import hashlib
 import inspect
 import json
@@ -23,10 +21,11 @@ import math
 import re
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from standins.local import Fault, LocalServer
 
 ROUTE = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 KINDS = {
@@ -65,28 +64,6 @@ GenerateHandler = Callable[
     [dict[str, Any]], "str | list[dict[str, Any]] | Awaitable[str | list[dict[str, Any]]]"
 ]
 EmbedHandler = Callable[[str, "str | None", "int | None"], list[float]]
-
-
-@dataclass
-class RecordedRequest:
-    """One request as the stand-in saw it; `kind` is None for routes it does not serve."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    model: str | None
-    kind: str | None
-    json: Any
-    headers: dict[str, str]
-
-
-@dataclass
-class _Fault:
-    action: str  # "fail" | "hang" | "malformed" | "block"
-    kind: str | None
-    status: int = 500
-    retry_after: float | None = None
-    retry_info_delay: str | None = None
 
 
 def tokens(text_length: int) -> int:
@@ -149,6 +126,14 @@ def check_tool_turns(body: dict[str, Any]) -> str | None:
     return None
 
 
+def prompt_tokens(body: dict[str, Any], image_tokens: int = IMAGE_TOKENS) -> int:
+    """The stand-in's count of a generate request's input: its texts, tool answers and images."""
+    return tokens(
+        sum(len(t) for t in text_parts({k: body.get(k) for k in ("contents", "systemInstruction")}))
+        + sum(len(json.dumps(r)) for r in function_parts(body, "functionResponse"))
+    ) + image_tokens * len(inline_parts(body))
+
+
 def text_parts(value: Any) -> list[str]:
     """Every `text` string inside a request or response body, in order."""
     found: list[str] = []
@@ -198,65 +183,35 @@ def hashed_embedding(text: str, task_type: str | None, dims: int | None) -> list
     return vector
 
 
+async def generated(handler: GenerateHandler, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A handler's answer as its text and its functionCall parts: a handler answers with text, or with a
+    list of parts (text and functionCall ones), at once or awaited."""
+    produced = handler(body)
+    answer = await produced if inspect.isawaitable(produced) else produced
+    if isinstance(answer, str):
+        return answer, []
+    text = "".join(p["text"] for p in answer if isinstance(p.get("text"), str))
+    return text, [p for p in answer if "functionCall" in p]
+
+
 def _default_generate(body: dict[str, Any]) -> str:
     return "OK"
 
 
-class GeminiStandIn:
+class GeminiStandIn(LocalServer):
     """An aiohttp server on 127.0.0.1 (random free port) that answers like Gemini's REST API."""
 
+    kinds = ("generate", "stream")
+
     def __init__(self, *, api_key: str | None = None) -> None:
+        super().__init__()
         # api_key None accepts any non-empty key; a string makes other keys fail like the real API (400).
         self.api_key = api_key
-        self.base_url = ""
-        self.requests: list[RecordedRequest] = []
         self.generate_handler: GenerateHandler = _default_generate
         self.embed_handler: EmbedHandler = hashed_embedding
         self.stream_chunk_size = 40
-        self.stream_chunk_delay = 0.0
-        self.latency = 0.0
-        self.counters: dict[str, dict[str, int]] = {}
-        self.reset_counters()
-        self._faults: list[_Fault] = []
-        self._runner: web.AppRunner | None = None
-        self._release = asyncio.Event()
-
-    # ---- lifecycle ------------------------------------------------------------------------------------------
-
-    async def start(self) -> str:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._release = asyncio.Event()
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[union-attr]
-        port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.base_url = f"http://127.0.0.1:{port}"
-        return self.base_url
-
-    async def stop(self) -> None:
-        self._release.set()  # let hung handlers finish so shutdown is quick
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> GeminiStandIn:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     # ---- test controls --------------------------------------------------------------------------------------
-
-    def reset_counters(self) -> None:
-        self.counters = {
-            kind: {"requests": 0, "prompt_tokens": 0, "output_tokens": 0} for kind in ("generate", "stream")
-        }
-        self.counters["embed"] = {"requests": 0, "prompt_tokens": 0, "output_tokens": 0, "texts": 0}
 
     def fail_next(
         self,
@@ -268,54 +223,23 @@ class GeminiStandIn:
         kind: str | None = None,
     ) -> None:
         """Answer the next `count` requests (of `kind`, if given) with an error in the real API's shape."""
-        self._faults += [_Fault("fail", kind, status, retry_after, retry_info_delay) for _ in range(count)]
-
-    def hang_next(self, *, count: int = 1, kind: str | None = None) -> None:
-        """Never answer the next `count` requests (until `stop`), to exercise client timeouts."""
-        self._faults += [_Fault("hang", kind) for _ in range(count)]
-
-    def malformed_next(self, *, count: int = 1, kind: str | None = None) -> None:
-        """Answer 200 with a model text that is not valid JSON (embed requests: a body that is not JSON)."""
-        self._faults += [_Fault("malformed", kind) for _ in range(count)]
+        self._faults += [Fault("fail", kind, status, retry_after, retry_info_delay) for _ in range(count)]
 
     def block_next(self, *, count: int = 1, kind: str | None = None) -> None:
         """Answer with a safety block: promptFeedback.blockReason SAFETY and no candidates (not for embed)."""
-        self._faults += [_Fault("block", kind) for _ in range(count)]
-
-    def of_kind(self, kind: str) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.kind == kind]
+        self._faults += [Fault("block", kind) for _ in range(count)]
 
     # ---- serving --------------------------------------------------------------------------------------------
 
-    def _take_fault(self, kind: str) -> _Fault | None:
-        for index, fault in enumerate(self._faults):
-            if fault.kind not in (None, kind):
-                continue
-            if fault.action == "block" and kind == "embed":
-                continue
-            return self._faults.pop(index)
-        return None
+    def _fault_applies(self, fault: Fault, kind: str) -> bool:
+        return not (fault.action == "block" and kind == "embed")
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        body = await self._json(request)
         match = ROUTE.match(request.path)
         method = match["method"] if match else ""
         kind = KINDS.get(method) if match and request.method == "POST" else None
-        self.requests.append(
-            RecordedRequest(
-                method=request.method,
-                path=request.path,
-                query=dict(request.query),
-                model=match["model"] if match else None,
-                kind=kind,
-                json=body,
-                headers=dict(request.headers),
-            )
-        )
+        self._record(request, match["model"] if match else None, kind, body)
         if self.latency:
             await self._pause(self.latency)
         if kind is None:
@@ -352,12 +276,9 @@ class GeminiStandIn:
         refused = check_tool_turns(body)
         if refused is not None:
             return _error(400, refused)
-        prompt_tokens = tokens(
-            sum(len(t) for t in text_parts({k: body.get(k) for k in ("contents", "systemInstruction")}))
-            + sum(len(json.dumps(r)) for r in function_parts(body, "functionResponse"))
-        ) + IMAGE_TOKENS * len(inline_parts(body))
+        prompt = prompt_tokens(body)
         if fault is not None and fault.action == "block":
-            self.counters[kind]["prompt_tokens"] += prompt_tokens
+            self.counters[kind]["prompt_tokens"] += prompt
             blocked = {
                 "promptFeedback": {
                     "blockReason": "SAFETY",
@@ -365,35 +286,28 @@ class GeminiStandIn:
                         {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": True}
                     ],
                 },
-                "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+                "usageMetadata": {"promptTokenCount": prompt, "totalTokenCount": prompt},
                 "modelVersion": model,
                 "responseId": uuid.uuid4().hex[:16],
             }
             if kind == "stream":
-                return await self._sse(request, [blocked])
+                return await self._sse(request, _events([blocked]))
             return web.json_response(blocked)
 
         calls: list[dict[str, Any]] = []
         if fault is not None and fault.action == "malformed":
             text = MALFORMED_TEXT
         else:
-            produced = self.generate_handler(body)
-            answer = await produced if inspect.isawaitable(produced) else produced
-            # A handler answers with text, or with a list of parts (text and functionCall ones).
-            if isinstance(answer, list):
-                text = "".join(p["text"] for p in answer if isinstance(p.get("text"), str))
-                calls = [p for p in answer if "functionCall" in p]
-            else:
-                text = answer
+            text, calls = await generated(self.generate_handler, body)
         output_tokens = tokens(len(text) + sum(len(json.dumps(c)) for c in calls))
-        self.counters[kind]["prompt_tokens"] += prompt_tokens
+        self.counters[kind]["prompt_tokens"] += prompt
         self.counters[kind]["output_tokens"] += output_tokens
         response_id = uuid.uuid4().hex[:16]
         if kind == "generate":
             return web.json_response(
                 {
                     "candidates": [_candidate(text, "STOP", calls)],
-                    "usageMetadata": _usage(prompt_tokens, output_tokens),
+                    "usageMetadata": _usage(prompt, output_tokens),
                     "modelVersion": model,
                     "responseId": response_id,
                 }
@@ -407,12 +321,12 @@ class GeminiStandIn:
             chunks.append(
                 {
                     "candidates": [_candidate(piece, "STOP" if last else None, calls if last else [])],
-                    "usageMetadata": _usage(prompt_tokens, so_far),
+                    "usageMetadata": _usage(prompt, so_far),
                     "modelVersion": model,
                     "responseId": response_id,
                 }
             )
-        return await self._sse(request, chunks)
+        return await self._sse(request, _events(chunks))
 
     def _embed(self, method: str, model: str, body: dict[str, Any], *, malformed: bool) -> web.Response:
         requests = body.get("requests") if method == "batchEmbedContents" else [body]
@@ -440,23 +354,10 @@ class GeminiStandIn:
             return web.json_response({"embedding": {"values": vectors[0]}, "usageMetadata": usage})
         return web.json_response({"embeddings": [{"values": v} for v in vectors], "usageMetadata": usage})
 
-    async def _sse(self, request: web.Request, chunks: list[dict[str, Any]]) -> web.StreamResponse:
-        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        try:
-            for index, chunk in enumerate(chunks):
-                if index and self.stream_chunk_delay:
-                    await self._pause(self.stream_chunk_delay)
-                await response.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
-            await response.write_eof()
-        except ConnectionError:  # the client gave up mid-stream (e.g. its timeout); nothing left to do
-            pass
-        return response
 
-    async def _pause(self, seconds: float) -> None:
-        """Sleep, but wake at once when the stand-in stops, so shutdown never waits on a slow answer."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._release.wait(), seconds)
+def _events(chunks: list[dict[str, Any]]) -> list[str]:
+    """Server-sent events as Gemini writes them: one JSON object per `data:` line."""
+    return [f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in chunks]
 
 
 def _candidate(
