@@ -24,14 +24,13 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from bot.llm.answers import MalformedAnswer, checked_vectors, normalised, read_answer
-from bot.llm.retry import RETRYABLE_STATUS, RetryingClient, retry_after
+from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
     InlineData,
     ModelError,
-    ModelKeyRejected,
     ModelRefusal,
     Purpose,
     ToolCall,
@@ -234,12 +233,7 @@ class GeminiClient(RetryingClient):
                         model=self.chat_model, contents=contents, config=config
                     )
                 saw_candidate = False
-                while True:
-                    try:
-                        async with self._deadline():
-                            chunk = await anext(stream)
-                    except StopAsyncIteration:
-                        break
+                async for chunk in self._within_deadline(stream):
                     if not answered:
                         answered = True
                         self.usage.add(Purpose.CHAT, calls=1)
@@ -280,21 +274,8 @@ class GeminiClient(RetryingClient):
             f"HTTP {status} {exc.status or ''}".rstrip() + f": {exc.message or 'no message'}"
         )
         reasons = {d.get("reason") for d in _error_details(exc) if isinstance(d, dict)}
-        if status in (401, 403) or "API_KEY_INVALID" in reasons:
-            return ModelKeyRejected(
-                f"Gemini rejected the API key (check GEMINI_API_KEY) [{detail}]",
-                purpose=purpose,
-                status=status,
-            )
-        if status == 404:
-            text = f"Gemini does not know model {model!r} or this endpoint [{detail}]"
-        elif status == 429:
-            text = f"Gemini rate limit or quota exhausted [{detail}]"
-        elif status >= 500:
-            text = f"Gemini server error [{detail}]"
-        else:
-            text = f"Gemini rejected the {purpose.value} request [{detail}]"
-        return ModelError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
+        rejected = status in (401, 403) or "API_KEY_INVALID" in reasons
+        return self._status_error(purpose, model, status, detail, key_rejected=rejected, key="GEMINI_API_KEY")
 
     def _raise_if_refused(
         self, purpose: Purpose, response: types.GenerateContentResponse, *, final: bool

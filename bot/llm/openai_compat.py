@@ -30,14 +30,13 @@ import openai
 import pydantic
 
 from bot.llm.answers import MalformedAnswer, OffSchemaAnswer, checked_vectors, normalised, read_answer
-from bot.llm.retry import RETRYABLE_STATUS, RetryingClient, retry_after
+from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
     InlineData,
     ModelError,
-    ModelKeyRejected,
     ModelRefusal,
     Purpose,
     ToolCall,
@@ -54,6 +53,11 @@ EMBED_BATCH_SIZE = 100
 JSON_TEMPERATURE = 0.2
 JSON_MODES = ("schema", "object", "prompt")  # the ways down, in order
 NO_IMAGE = "[an image the model cannot see: this endpoint takes no images]"
+# Said to a model whose endpoint takes no tools, so it never claims to have done what only a tool does.
+NO_TOOLS = (
+    "You have no tools here: you cannot remember, forget or look anything up yourself. When someone asks "
+    "you to remember or forget something, tell them to use /remember or /forget."
+)
 REPAIR = (
     "That answer cannot be used: {error}. Answer again with only the JSON object, no other text, "
     "matching this JSON Schema:\n{schema}"
@@ -329,12 +333,7 @@ class OpenAICompatClient(RetryingClient):
             calls: dict[int, dict[str, Any]] = {}
             try:
                 answered = False
-                while True:
-                    try:
-                        async with self._deadline():
-                            chunk = await anext(stream)
-                    except StopAsyncIteration:
-                        break
+                async for chunk in self._within_deadline(stream):
                     if not answered:
                         answered = True
                         self.usage.add(Purpose.CHAT, calls=1)
@@ -370,15 +369,18 @@ class OpenAICompatClient(RetryingClient):
         while True:
             features = self.features
             options: dict[str, Any] = {}
+            instruction = system
             if tools and features.tools:
                 options["tools"] = [_function(tool) for tool in tools]
+            elif tools:
+                instruction = f"{system}\n\n{NO_TOOLS}" if system else NO_TOOLS
             if features.stream_usage:
                 options["stream_options"] = {"include_usage": True}
             try:
                 async with self._deadline():
                     return await self._client.chat.completions.create(
                         model=self.chat_model,
-                        messages=messages_of(system, turns, images=features.images),
+                        messages=messages_of(instruction, turns, images=features.images),
                         stream=True,
                         **options,
                     )
@@ -434,21 +436,8 @@ class OpenAICompatClient(RetryingClient):
             return ModelError(self._scrub(f"unreadable answer: {exc}"), purpose=purpose, retryable=True)
         status = exc.status_code
         detail = self._scrub(f"HTTP {status}: {_message(exc)}")
-        if status in (401, 403):
-            return ModelKeyRejected(
-                f"{self.provider} rejected the API key (check OPENAI_API_KEY) [{detail}]",
-                purpose=purpose,
-                status=status,
-            )
-        if status == 404:
-            text = f"{self.provider} does not know model {model!r} or this endpoint [{detail}]"
-        elif status == 429:
-            text = f"{self.provider} rate limit or quota exhausted [{detail}]"
-        elif status >= 500:
-            text = f"{self.provider} server error [{detail}]"
-        else:
-            text = f"{self.provider} rejected the {purpose.value} request [{detail}]"
-        return ModelError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
+        rejected = status in (401, 403)
+        return self._status_error(purpose, model, status, detail, key_rejected=rejected, key="OPENAI_API_KEY")
 
     def _retry_hint(self, exc: BaseException) -> float | None:
         """Seconds the server asked us to wait: retry-after-ms, else Retry-After."""

@@ -16,7 +16,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 import aiohttp
@@ -24,7 +24,7 @@ import aiohttp
 from bot.gist import first_line
 from bot.llm.answers import MalformedAnswer, OffSchemaAnswer
 from bot.llm.usage import Usage
-from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
+from bot.memory.ports import ModelBadAnswer, ModelError, ModelKeyRejected, ModelRefusal, Purpose
 
 R = TypeVar("R")
 
@@ -200,6 +200,37 @@ class RetryingClient:
         ):
             return self._unreachable(purpose, exc)
         return None
+
+    def _status_error(
+        self, purpose: Purpose, model: str, status: int, detail: str, *, key_rejected: bool, key: str
+    ) -> ModelError:
+        """The error an HTTP status means: the key (`key` names its setting), an unknown model, a rate
+        limit or a server error (retryable), or a rejected request."""
+        if key_rejected:
+            return ModelKeyRejected(
+                f"{self.provider} rejected the API key (check {key}) [{detail}]",
+                purpose=purpose,
+                status=status,
+            )
+        if status == 404:
+            text = f"{self.provider} does not know model {model!r} or this endpoint [{detail}]"
+        elif status == 429:
+            text = f"{self.provider} rate limit or quota exhausted [{detail}]"
+        elif status >= 500:
+            text = f"{self.provider} server error [{detail}]"
+        else:
+            text = f"{self.provider} rejected the {purpose.value} request [{detail}]"
+        return ModelError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
+
+    async def _within_deadline(self, stream: AsyncIterator[R]) -> AsyncGenerator[R, None]:
+        """A stream's items, each within the per-attempt deadline (a stall between chunks is a timeout)."""
+        while True:
+            try:
+                async with self._deadline():
+                    item = await anext(stream)
+            except StopAsyncIteration:
+                return
+            yield item
 
     def _unreachable(self, purpose: Purpose, exc: BaseException) -> ModelError:
         return ModelError(

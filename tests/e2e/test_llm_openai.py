@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from bot.app import open_models, open_store, probe_models
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.openai_compat import NO_IMAGE, OpenAICompatClient, endpoint_name
+from bot.llm.openai_compat import NO_IMAGE, NO_TOOLS, OpenAICompatClient, endpoint_name
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
@@ -380,6 +380,7 @@ async def test_an_endpoint_without_tools_gets_the_chat_without_them(
     )
     assert ["tools" in r for r in endpoint.requests] == [True, False]
     assert not client.features.tools
+    assert endpoint.requests[1]["messages"][0]["content"] == f"s\n\n{NO_TOOLS}"  # never claims a tool's work
     assert (
         "".join(map(str, [d async for d in client.chat_stream(system="s", turns=turns, tools=[TOOL])]))
         == "OK"
