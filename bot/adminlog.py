@@ -142,7 +142,7 @@ class AdminLog:
         if guild_id is None:
             log.info("memory [%s] %s", event.scope, line)
         elif isinstance(event, ModelFailed) and event.key_rejected:
-            self.post_once(guild_id, "gemini-key", line)
+            self.post_once(guild_id, "model-key", line)
         else:
             self.post(guild_id, line)
 

@@ -1,4 +1,4 @@
-"""The composition root: settings -> Gemini client, storage, memory service, bot.
+"""The composition root: settings -> models, storage, memory service, bot.
 
 The only place that reads `Settings` to build the parts; the engine takes plain policies and ports,
 so the CLI, the Discord client, the benchmarks and the tests all get a service wired the same way.
@@ -6,16 +6,22 @@ so the CLI, the Discord client, the benchmarks and the tests all get a service w
 
 from __future__ import annotations
 
+import base64
+import contextlib
 from collections.abc import Callable
-from dataclasses import fields
-from typing import TypeVar
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
+from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
+from bot.llm.prompts import REMEMBER_TOOL
+from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
-from bot.memory.ports import ModelError
+from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
+from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError
@@ -24,6 +30,11 @@ from bot.storage.locations import backend_for
 from bot.storage.migration import MigrationReport, copy_database
 
 P = TypeVar("P")
+
+# A 1x1 PNG: what `check --online` shows an OpenAI-compatible chat model to learn whether it takes images.
+PROBE_IMAGE = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
 
 
 def memory_policy(settings: Settings) -> MemoryPolicy:
@@ -48,7 +59,7 @@ def _fields(policy: type[P], settings: Settings, prefix: str) -> P:
 
 
 def failures(settings: Settings) -> tuple[type[Exception], ...]:
-    """Every error that means Gemini or the database failed (ours and the backend driver's): reported in
+    """Every error that means a model or the database failed (ours and the backend driver's): reported in
     one line (`failure_line`), never as a traceback."""
     return (ModelError, DatabaseError, *backend_for(settings.database_location).errors)
 
@@ -58,23 +69,153 @@ async def open_store(settings: Settings, *, allow_model_change: bool = False) ->
     allowed: listing and forgetting work whatever the embedding state)."""
     return await AsyncStore.open(
         settings.database_location,
-        embedding_model=settings.embedding_model,
+        embedding_model=settings.embedding_identity,
         dimensions=settings.embedding_dimensions,
         allow_model_change=allow_model_change,
     )
 
 
-async def open_memory(settings: Settings, gemini: GeminiClient | None = None) -> MemoryService:
-    """The memory service on the settings' database and Gemini (a client of its own unless given);
-    not started yet."""
-    store = await open_store(settings)
-    gemini = gemini or GeminiClient.from_settings(settings)
-    return MemoryService(
-        store, gemini, gemini, memory_policy(settings), usage=gemini.usage.snapshot, holder=process_holder()
+@dataclass(frozen=True)
+class Models:
+    """The models the settings choose: structured answers for the engine, embeddings, the chat, and the
+    usage counters they all count in. One client may play several parts; `aclose` closes each once."""
+
+    json: JsonModel
+    embedder: Embedder
+    chat: ChatModel
+    usage: Usage
+    clients: tuple[Any, ...]
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+
+def open_models(settings: Settings, *, max_retries: int | None = None) -> Models:
+    """The clients of the settings' providers: MODEL_PROVIDER's chats, extracts and consolidates,
+    EMBEDDING_PROVIDER's embeds (one client when they are the same), all counting in one `Usage`.
+    `max_retries` overrides their retry budget."""
+    usage = Usage()
+    chat = _client(settings, settings.model_provider, usage)
+    embedder = chat
+    if settings.embeddings_provider != settings.model_provider:
+        embedder = _client(settings, settings.embeddings_provider, usage)
+    clients = (chat,) if embedder is chat else (chat, embedder)
+    if max_retries is not None:
+        for client in clients:
+            client.max_retries = max_retries
+    return Models(json=chat, embedder=embedder, chat=chat, usage=usage, clients=clients)
+
+
+def _client(settings: Settings, provider: str, usage: Usage) -> GeminiClient | OpenAICompatClient:
+    if provider == "openai":
+        return OpenAICompatClient.from_settings(settings, usage)
+    return GeminiClient.from_settings(settings, usage)
+
+
+async def probe_models(settings: Settings) -> dict[str, dict[str, Any]]:
+    """`check --online`: each model provider in use tried for next to nothing, a verdict per provider.
+
+    The embedder embeds one word (the key, the endpoint and the embedding model at its dimensions). An
+    OpenAI-compatible chat provider also answers one short chat (with a tool offered and a 1x1 image)
+    and one small JSON task, so the verdict says what the endpoint takes: tools, images, which JSON mode.
+    """
+    retries = (
+        settings.gemini_max_retries if settings.model_provider == "gemini" else settings.openai_max_retries
+    )
+    models = open_models(settings, max_retries=min(1, retries))
+    verdicts: dict[str, dict[str, Any]] = {}
+    try:
+        name = provider_name(settings, Purpose.EMBED)
+        verdicts[name] = await _verdict(name, _probe_embedder(settings, models))
+        if isinstance(models.chat, OpenAICompatClient):
+            name = provider_name(settings)
+            verdicts[name] = _both(verdicts.get(name), await _verdict(name, _probe_chat(models.chat)))
+    finally:
+        await models.aclose()
+    return verdicts
+
+
+def _both(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[str, Any]:
+    """One provider's verdict from two probes: the first failure, else both details."""
+    if first is None or not second["ok"]:
+        return second if first is None or first["ok"] else first
+    return first if not first["ok"] else {"ok": True, "detail": f"{first['detail']}; {second['detail']}"}
+
+
+async def _verdict(name: str, probe: Any) -> dict[str, Any]:
+    try:
+        detail = await probe
+    except ModelError as exc:
+        text = str(exc)
+        return {"ok": False, "error": text if text.startswith(name) else f"{name}: {text}"}
+    return {"ok": True, "detail": detail}
+
+
+async def _probe_embedder(settings: Settings, models: Models) -> str:
+    await models.embedder.embed(["check"], "query")
+    return f"{settings.embedding_model} answered at {settings.embedding_dimensions} dimensions"
+
+
+async def _probe_chat(client: OpenAICompatClient) -> str:
+    turn = ChatTurn("user", "Say OK.", parts=[InlineData("image/png", PROBE_IMAGE)])
+    async with contextlib.aclosing(
+        client.chat_stream(system="Answer in one word.", turns=[turn], tools=[REMEMBER_TOOL])
+    ) as stream:
+        async for _ in stream:
+            pass
+    await client.generate_json(
+        Purpose.EXTRACT,
+        system=REMEMBER_SYSTEM,
+        prompt=remember_prompt("Ana", "I like tea"),
+        schema=RememberResult,
+    )
+    features = client.features
+    json_mode = {"schema": "response schema", "object": "JSON mode", "prompt": "schema in the instruction"}
+    ignored = (
+        " (response_format ignored)" if features.schema_in_prompt and features.json_mode != "prompt" else ""
+    )
+    return (
+        f"{client.chat_model} answered; tools: {_feature(features.tools, 'tools', client)}, "
+        f"images: {_feature(features.images, 'images', client)}, "
+        f"JSON: {json_mode[features.json_mode]}{ignored}"
     )
 
 
-async def open_maintenance(settings: Settings, *, embedder: GeminiClient | None = None) -> Maintenance:
+def _feature(on: bool, name: str, client: OpenAICompatClient) -> str:
+    if on:
+        return "yes"
+    return (
+        f"off (OPENAI_{name.upper()}=off)"
+        if name in client.switched_off
+        else "no (the endpoint refuses them)"
+    )
+
+
+def provider_name(settings: Settings, purpose: Purpose | None = None) -> str:
+    """The provider of `purpose` as messages name it: "Gemini", "OpenAI" or an endpoint's host."""
+    provider = settings.embeddings_provider if purpose is Purpose.EMBED else settings.model_provider
+    return "Gemini" if provider == "gemini" else endpoint_name(settings.openai_base_url)
+
+
+async def open_memory(settings: Settings, models: Models | None = None) -> MemoryService:
+    """The memory service on the settings' database and models (opened here unless given);
+    not started yet. Closing the service closes the models."""
+    store = await open_store(settings)
+    models = models or open_models(settings)
+    return MemoryService(
+        store,
+        models.json,
+        models.embedder,
+        memory_policy(settings),
+        usage=models.usage.snapshot,
+        holder=process_holder(),
+        close_models=models.aclose,
+    )
+
+
+async def open_maintenance(settings: Settings, *, embedder: Embedder | None = None) -> Maintenance:
     """The operator's use cases on the settings' database, whatever its embedding state; `embedder` for
     re-embedding only."""
     return Maintenance(await open_store(settings, allow_model_change=True), embedder)
@@ -106,9 +247,9 @@ def migrate_database(
 
 
 def failure_line(settings: Settings, exc: BaseException) -> str:
-    """One line for a Gemini or database failure, naming which of the two failed (and never a password)."""
+    """One line for a model or database failure, naming which failed (and never a password)."""
     if isinstance(exc, ModelError):
-        return f"Gemini: {exc}"
+        return f"{provider_name(settings, exc.purpose)}: {exc}"
     location, where = str(settings.database_location), settings.database_shown
     text = str(exc) if isinstance(exc, DatabaseError) else backend_for(location).describe(location, exc)
     return text if where in text else f"database {where}: {text}"

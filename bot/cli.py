@@ -29,10 +29,12 @@ from bot.app import (
     migrate_database,
     open_maintenance,
     open_memory,
+    open_models,
     open_store,
+    probe_models,
+    provider_name,
 )
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.gemini import GeminiClient
 from bot.memory.maintenance import Maintenance
 from bot.memory.models import (
     MAX_FACT_CHARS,
@@ -44,7 +46,7 @@ from bot.memory.models import (
     valid_scope,
 )
 from bot.memory.portable import fact_record, read_sources
-from bot.memory.ports import ModelError
+from bot.memory.ports import Purpose
 from bot.memory.recall import Audience, Participant
 from bot.memory.text import clean, worth_reading
 
@@ -308,10 +310,12 @@ async def _maintenance(settings: Settings) -> Maintenance:
 
 
 def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
-    """The terminal chat (bot/terminal.py); a Gemini key is all it needs."""
-    missing = settings.missing("gemini_api_key")
+    """The terminal chat (bot/terminal.py); a model's key (or a local endpoint) is all it needs."""
+    missing = settings.missing("model_key")
     if missing:
-        raise CliError(*missing, "python -m bot chat talks with Gemini; put the key in .env")
+        raise CliError(
+            *missing, f"python -m bot chat talks with {provider_name(settings)}; put the key in .env"
+        )
     from bot.terminal import default_name, run_chat
 
     return run_chat(
@@ -332,7 +336,7 @@ async def database_health(settings: Settings) -> dict[str, Any]:
 
 
 def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
-    problems = settings.missing("discord_token", "gemini_api_key")
+    problems = settings.missing("discord_token", "model_key")
     database: dict[str, Any] = {"location": settings.database_shown}
     try:
         database["backend"] = database_backend(settings)
@@ -365,12 +369,13 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def check_online(settings: Settings) -> dict[str, dict[str, Any]]:
-    """DISCORD_TOKEN and the Gemini key tried on their services (a secret that is not set is skipped)."""
+    """DISCORD_TOKEN and the models tried on their services (a Discord token that is not set is skipped;
+    a model provider is tried when its key is set or it needs none)."""
     verdicts: dict[str, dict[str, Any]] = {}
     if settings.discord_token:
         verdicts["Discord"] = await _check_discord(settings)
-    if settings.gemini_api_key:
-        verdicts["Gemini"] = await _check_gemini(settings)
+    if not settings.missing("model_key"):
+        verdicts.update(await probe_models(settings))
     return verdicts
 
 
@@ -415,24 +420,6 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
             ),
         }
     return {"ok": True, "detail": f"logged in as {me.get('username', '?')}; intents on"}
-
-
-async def _check_gemini(settings: Settings) -> dict[str, Any]:
-    """One embedding of one word: it proves the key, the endpoint and the embedding model, for next to nothing."""
-    gemini = GeminiClient.from_settings(
-        replace(settings, gemini_max_retries=min(1, settings.gemini_max_retries))
-    )
-    try:
-        await gemini.embed(["check"], "query")
-    except ModelError as exc:
-        text = str(exc)
-        return {"ok": False, "error": text if text.startswith("Gemini") else f"Gemini: {text}"}
-    finally:
-        await gemini.aclose()
-    return {
-        "ok": True,
-        "detail": f"{settings.embedding_model} answered at {settings.embedding_dimensions} dimensions",
-    }
 
 
 # ---- facts --------------------------------------------------------------------------------------------
@@ -618,9 +605,11 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     lines, problems = read_import_lines(args.file)
     for line in problems:  # at once: nothing that fails later can lose them
         print(f"error: {line}", file=sys.stderr, flush=True)
-    missing = settings.missing("gemini_api_key")
+    missing = settings.missing("model_key")
     if missing:
-        raise CliError(*missing, "facts import embeds every fact with Gemini")
+        raise CliError(
+            *missing, f"facts import embeds every fact with {provider_name(settings, Purpose.EMBED)}"
+        )
     report = ImportReport(read=len(lines), bad_lines=problems)
     service = await open_memory(settings)
     try:
@@ -673,9 +662,9 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     if args.queries is None and not (args.scope and args.users and args.query is not None):
         raise CliError("recall needs --scope, at least one --user and --query, or --queries FILE.jsonl")
     require_database(settings)
-    missing = settings.missing("gemini_api_key")
+    missing = settings.missing("model_key")
     if missing:
-        raise CliError(*missing, "recall embeds the query with Gemini")
+        raise CliError(*missing, f"recall embeds the query with {provider_name(settings, Purpose.EMBED)}")
     if args.limit is not None:
         settings = replace(settings, recall_facts_per_person=args.limit)
     service = await open_memory(settings)
@@ -799,7 +788,7 @@ async def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
             f"facts: {facts['active']} active, {facts['merged']} merged, {facts['invalidated']} invalidated",
             f"people: {stats['people']} in {stats['scopes']} scope(s)",
             f"pending messages: {stats['pending_messages']}",
-            f"gemini usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
+            f"model usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
         ],
     )
     return 0
@@ -852,15 +841,15 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
     """Re-embed every fact with the configured model, in batches; safe to interrupt and run again."""
     require_database(settings)
-    missing = settings.missing("gemini_api_key")
+    missing = settings.missing("model_key")
     if missing:
         raise CliError(*missing)
-    client = GeminiClient.from_settings(settings)
+    models = open_models(settings)
     try:
-        memory = await open_maintenance(settings, embedder=client)
+        memory = await open_maintenance(settings, embedder=models.embedder)
         try:
             result = await memory.reembed(
-                settings.embedding_model,
+                settings.embedding_identity,
                 settings.embedding_dimensions,
                 batch=args.batch,
                 force=args.force,
@@ -869,7 +858,7 @@ async def cmd_reembed(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             await memory.close()
     finally:
-        await client.aclose()
+        await models.aclose()
     target = f"{settings.embedding_model} at {settings.embedding_dimensions} dimensions"
     if result.up_to_date:
         _emit(

@@ -17,10 +17,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import AdminLog
-from bot.app import open_memory
+from bot.app import Models, open_memory, open_models
 from bot.audience import AudienceResolver
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -92,7 +91,7 @@ class MemoryBot(commands.Bot):
         self,
         settings: Settings,
         *,
-        gemini: GeminiClient | None = None,
+        models: Models | None = None,
         memory: MemoryService | None = None,
         **options: Any,
     ) -> None:
@@ -108,7 +107,7 @@ class MemoryBot(commands.Bot):
             chunk_guilds_at_startup=False,
         )
         self.settings = settings
-        self.gemini = gemini or GeminiClient.from_settings(settings)
+        self.models = models or open_models(settings)
         self._memory = memory
         self.admin_log = AdminLog(self, default_channel_id=settings.admin_log_channel_id)
         self.audience = AudienceResolver(self)
@@ -127,7 +126,7 @@ class MemoryBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         if self._memory is None:
-            self._memory = await open_memory(self.settings, self.gemini)
+            self._memory = await open_memory(self.settings, self.models)
         self.memory.add_listener(self.admin_log.on_memory_event)
         self.memory.share_calls_between(self.audience.shareable)
         await self.memory.start()

@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+PROVIDERS = ("gemini", "openai")
+# What MODEL_PROVIDER=openai uses when CHAT_MODEL, MEMORY_MODEL or EMBEDDING_MODEL is not set: OpenAI's own
+# small models (another endpoint names its own models, so the settings name them there).
+OPENAI_CHAT_MODEL = "gpt-4o-mini"
+OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+GEMINI_EMBEDDING_MODEL = "gemini-embedding-001"
+
 DEFAULT_PERSONA = (
     "You are a friendly, concise member of this Discord community. You remember what people have told you "
     "and use it naturally when it helps, without reciting it. Answer in the language you are addressed in. "
@@ -34,14 +41,25 @@ class Settings:
     """Effective configuration. Field names are the environment variable names in lower case."""
 
     discord_token: str = ""
+    model_provider: str = "gemini"  # chat, extraction and consolidation: gemini or openai (compatible)
+    embedding_provider: str = ""  # the embeddings' provider; empty: MODEL_PROVIDER's
+    chat_model: str = ""  # empty: GEMINI_CHAT_MODEL on Gemini, OPENAI_CHAT_MODEL on OpenAI
+    memory_model: str = ""  # empty: GEMINI_MEMORY_MODEL on Gemini, OPENAI_CHAT_MODEL on OpenAI
     gemini_api_key: str = ""
     gemini_base_url: str = ""
     gemini_chat_model: str = "gemini-flash-latest"
     gemini_memory_model: str = "gemini-flash-lite-latest"
-    embedding_model: str = "gemini-embedding-001"
+    embedding_model: str = GEMINI_EMBEDDING_MODEL
     embedding_dimensions: int = 768
     gemini_timeout_seconds: float = 30.0
     gemini_max_retries: int = 4
+    openai_api_key: str = ""  # optional for a local server
+    openai_base_url: str = ""  # empty: OpenAI's own API
+    openai_timeout_seconds: float = 60.0
+    openai_max_retries: int = 4
+    openai_tools: str = "auto"  # auto: offered, and left out once the endpoint refuses them; off: never
+    openai_images: str = "auto"  # the same for images in the chat
+    openai_json: str = "auto"  # auto (schema, then object, then prompt as refused), schema, object, prompt
     database_path: Path = Path("data/memory.sqlite3")
     database_url: str = ""  # postgresql://...: PostgreSQL instead of the SQLite file (may hold a password)
     memory_flush_quiet_seconds: float = 60.0
@@ -78,15 +96,55 @@ class Settings:
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
 
-    SECRETS = ("discord_token", "gemini_api_key")
+    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key")
 
     def missing(self, *names: str) -> list[str]:
-        """Lines naming each required variable among `names` that is empty."""
+        """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
+        chosen model providers need)."""
         hints = {
             "discord_token": "DISCORD_TOKEN is not set (the bot token from the Discord developer portal)",
             "gemini_api_key": "GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)",
+            "openai_api_key": (
+                "OPENAI_API_KEY is not set (OpenAI's API needs one; set OPENAI_BASE_URL for another endpoint)"
+            ),
         }
-        return [hints.get(n, f"{n.upper()} is not set") for n in names if not getattr(self, n)]
+        wanted = [k for n in names for k in (self._model_keys() if n == "model_key" else [n])]
+        return [
+            hints.get(n, f"{n.upper()} is not set") for n in dict.fromkeys(wanted) if not getattr(self, n)
+        ]
+
+    def _model_keys(self) -> list[str]:
+        """The keys the providers in use need: Gemini's always, OpenAI's only for OpenAI's own API."""
+        providers = {self.model_provider, self.embeddings_provider}
+        keys = ["gemini_api_key"] if "gemini" in providers else []
+        return keys + (["openai_api_key"] if "openai" in providers and not self.openai_base_url else [])
+
+    @property
+    def embeddings_provider(self) -> str:
+        """Who makes the embeddings: EMBEDDING_PROVIDER, else MODEL_PROVIDER."""
+        return self.embedding_provider or self.model_provider
+
+    @property
+    def chat_model_name(self) -> str:
+        """The chat model: CHAT_MODEL, else the provider's default."""
+        return self.chat_model or (
+            self.gemini_chat_model if self.model_provider == "gemini" else OPENAI_CHAT_MODEL
+        )
+
+    @property
+    def memory_model_name(self) -> str:
+        """The model of extraction and consolidation: MEMORY_MODEL, else the provider's default."""
+        return self.memory_model or (
+            self.gemini_memory_model if self.model_provider == "gemini" else OPENAI_CHAT_MODEL
+        )
+
+    @property
+    def embedding_identity(self) -> str:
+        """The embedding model as the database records it: its name, after `openai:` for an
+        OpenAI-compatible endpoint, so a model of the same name from another provider is a change."""
+        if self.embeddings_provider == "gemini":
+            return self.embedding_model
+        return f"openai:{self.embedding_model}"
 
     @property
     def database_location(self) -> Path | str:
@@ -227,6 +285,16 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError
+        return value
+
+    return parse
+
+
 def _log_level(raw: str) -> str:
     level = raw.upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -235,6 +303,14 @@ def _log_level(raw: str) -> str:
 
 
 _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "model_provider": (_choice(*PROVIDERS), "gemini or openai (any OpenAI-compatible endpoint)"),
+    "embedding_provider": (_choice(*PROVIDERS), "gemini or openai (empty: MODEL_PROVIDER's)"),
+    "openai_base_url": (_url, "an http(s) URL such as http://127.0.0.1:11434/v1"),
+    "openai_timeout_seconds": (_non_negative_float, "a number of seconds such as 60"),
+    "openai_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
+    "openai_tools": (_choice("auto", "off"), "auto or off"),
+    "openai_images": (_choice("auto", "off"), "auto or off"),
+    "openai_json": (_choice("auto", "schema", "object", "prompt"), "one of auto, schema, object, prompt"),
     "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
     "gemini_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
@@ -313,6 +389,11 @@ def load_settings(
     problems += _shard_problems(values)
     if problems:
         raise ConfigError(problems)
+    if (
+        "embedding_model" not in values
+        and (values.get("embedding_provider") or values.get("model_provider")) == "openai"
+    ):
+        values["embedding_model"] = OPENAI_EMBEDDING_MODEL
     return Settings(**values)
 
 

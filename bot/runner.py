@@ -43,9 +43,9 @@ def _stop(bot: MemoryBot, sig: signal.Signals) -> None:
 
 def run_bot(settings: Settings) -> int:
     """`python -m bot run`: returns the process exit code."""
-    missing = settings.missing("discord_token", "gemini_api_key")
+    missing = settings.missing("discord_token", "model_key")
     if missing:
-        hint = TRY_CHAT if settings.gemini_api_key else ""
+        hint = TRY_CHAT if not settings.missing("model_key") else ""
         for line in missing:
             print(f"error: {line}; see README.md and .env.example{hint}", file=sys.stderr)
         return 1

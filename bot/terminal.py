@@ -1,6 +1,6 @@
 """`python -m bot chat`: talking with the bot in a terminal, through the same memory as in Discord.
 
-It is for trying the memory with a Gemini key alone: every line said is captured, learned when the
+It is for trying the memory with a model's key alone (or a local model server): every line said is captured, learned when the
 session goes quiet and when it ends, recalled into the replies (the Discord chat's persona, memory
 guide and `<background_facts>` block), and shown, erased or told with /facts, /forget ID and
 /remember TEXT. This module is a user interface: it writes to the streams it is given.
@@ -33,9 +33,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
-from bot.app import failure_line, failures, open_memory
+from bot.app import failure_line, failures, open_memory, open_models, provider_name
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
@@ -95,15 +94,16 @@ def terminal_settings(settings: Settings) -> Settings:
     return replace(settings, memory_flush_quiet_seconds=quiet, memory_flush_min_messages=1)
 
 
-def gemini_problem(exc: BaseException, settings: Settings) -> str:
-    """One line for a Gemini or database failure, with a hint when the key is what is wrong."""
+def model_problem(exc: BaseException, settings: Settings) -> str:
+    """One line for a model or database failure, with a hint when the key is what is wrong."""
     if not isinstance(exc, ModelError):
         return failure_line(settings, exc)
-    return gemini_line(str(exc), key_rejected=isinstance(exc, ModelKeyRejected))
+    name = provider_name(settings, exc.purpose)
+    return model_line(str(exc), key_rejected=isinstance(exc, ModelKeyRejected), name=name)
 
 
-def gemini_line(error: str, *, key_rejected: bool) -> str:
-    text = error if error.startswith("Gemini") else f"Gemini: {error}"
+def model_line(error: str, *, key_rejected: bool, name: str) -> str:
+    text = error if error.startswith(name) else f"{name}: {error}"
     return text + KEY_HINT if key_rejected else text
 
 
@@ -289,7 +289,7 @@ class TerminalChat:
         with on_interrupt(interrupted.set):
             if not await until(interrupted, self.converse(lines)):
                 self.write("")
-                self.write(LEAVING)  # at once: learning what is left may wait on Gemini a while
+                self.write(LEAVING)  # at once: learning what is left may wait on the model a while
             interrupted.clear()
             if not await until(interrupted, self.flush(leaving=True)):
                 self.error(f"left without learning; {NOT_LEARNED_YET}")
@@ -304,7 +304,7 @@ class TerminalChat:
                 if not await self.handle(line):
                     return
             except self._failures as exc:
-                self.error(gemini_problem(exc, self.settings))
+                self.error(model_problem(exc, self.settings))
 
     async def handle(self, line: str) -> bool:
         """Answer one line: a command or something said to the bot. False: the person is leaving."""
@@ -348,11 +348,11 @@ class TerminalChat:
             answer = await self.replier.reply(self.request(text, earlier), printed)
         except ModelRefusal:
             printed.end_line()
-            self.error("Gemini refused to answer that one.")
+            self.error(f"{provider_name(self.settings)} refused to answer that one.")
             return
         except ModelError as exc:
             printed.end_line()
-            self.error(gemini_problem(exc, self.settings))
+            self.error(model_problem(exc, self.settings))
             return
         printed.end_line()
         if answer.calls:  # an explicit request is answered in the bot's own words, never claimed by the model
@@ -360,7 +360,7 @@ class TerminalChat:
             self.write(said_back)
             self.remember_turn("model", said_back)
         elif looks_blank(answer.text):
-            self.error("Gemini returned an empty answer; try again.")
+            self.error(f"{provider_name(self.settings)} returned an empty answer; try again.")
         else:
             self.remember_turn("model", answer.text)
             if captured:
@@ -456,7 +456,7 @@ class TerminalChat:
             await self.memory.flush_now(self.channel_id)
         except self._failures as exc:
             self._failed = None  # said here, with what follows
-            self.error(f"{gemini_problem(exc, self.settings)}; {NOT_LEARNED_YET}")
+            self.error(f"{model_problem(exc, self.settings)}; {NOT_LEARNED_YET}")
             return
         if not await self.show_news() and not leaving:
             self.write("Nothing new to learn.")
@@ -469,7 +469,9 @@ class TerminalChat:
         if isinstance(event, Learned):
             self._learned += [c for c in event.changes if c.user_id == self.user_id and c.fact_id]
         elif isinstance(event, ModelFailed):
-            self._failed = gemini_line(event.error, key_rejected=event.key_rejected)
+            self._failed = model_line(
+                event.error, key_rejected=event.key_rejected, name=provider_name(self.settings)
+            )
 
     async def show_news(self) -> bool:
         """Say what flushes learned, or why one failed, since last asked (a quiet flush's news waits
@@ -530,25 +532,25 @@ async def until(stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def session_memory(settings: Settings) -> AsyncIterator[tuple[MemoryService, GeminiClient]]:
+async def session_memory(settings: Settings) -> AsyncIterator[tuple[MemoryService, ChatModel]]:
     """The memory (capturing, flushing only the terminal's scope) and the chat model, closed on leaving
     within a few seconds; the bot's last-run usage figures are left alone."""
-    gemini = GeminiClient.from_settings(settings)
+    models = open_models(settings)
     try:
-        memory = await open_memory(terminal_settings(settings), gemini)
+        memory = await open_memory(terminal_settings(settings), models)
     except BaseException:
-        await gemini.aclose()
+        await models.aclose()
         raise
     try:
         await memory.start(scope=TERMINAL_SCOPE)
-        yield memory, gemini
+        yield memory, models.chat
     finally:
         await memory.close(CLOSE_SECONDS, record_usage=False)
 
 
 async def chat(settings: Settings, *, name: str, stdin: TextIO, out: TextIO, err: TextIO) -> None:
-    async with session_memory(settings) as (memory, gemini):
-        session = TerminalChat(memory, gemini, settings, name=name, out=out, err=err)
+    async with session_memory(settings) as (memory, model):
+        session = TerminalChat(memory, model, settings, name=name, out=out, err=err)
         with terminal_kept(stdin):
             await session.run(LineReader(stdin, prompt=f"{name}> "))
 

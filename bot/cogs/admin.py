@@ -18,6 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import plural
+from bot.app import provider_name
 from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.memory_commands import (
@@ -66,7 +67,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         + ", ".join(f"{count:,} {status}" for status, count in facts.items())
         + f" · {plural(stats.get('people', 0), 'person', 'people')}",
         f"Messages waiting to be read: {stats.get('pending_messages', 0):,}",
-        "**Gemini since start, for this server**",
+        f"**{stats.get('provider', 'Gemini')} since start, for this server**",
     ]
     used = {p: c for p, c in stats.get("gemini", {}).items() if c.get("calls") or c.get("errors")}
     for purpose, c in used.items():
@@ -336,7 +337,8 @@ class Admin(commands.Cog, name="admin"):
     @admin_group.command(name="stats", description="Memory statistics for this server")
     async def stats(self, interaction: discord.Interaction) -> None:
         async def stats() -> Reply:
-            return Reply(format_stats(await self.bot.memory.stats(guild_scope(guild_id(interaction)))))
+            figures = await self.bot.memory.stats(guild_scope(guild_id(interaction)))
+            return Reply(format_stats({**figures, "provider": provider_name(self.bot.settings)}))
 
         await answer(interaction, stats())
 

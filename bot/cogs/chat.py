@@ -12,6 +12,7 @@ import time
 import discord
 from discord.ext import commands
 
+from bot.app import provider_name
 from bot.attachments import AttachmentReader, attachment_limits
 from bot.client import MemoryBot
 from bot.cogs import telling
@@ -39,7 +40,7 @@ EDIT_INTERVAL_SECONDS = 1.5
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
 KEY_REJECTED_LOG = (
-    "Gemini rejected the API key: every reply and everything to learn fails until GEMINI_API_KEY is "
+    "{provider} rejected the API key: every reply and everything to learn fails until {variable} is "
     "fixed and the bot restarted (`python -m bot check --online` tests it)."
 )
 REFUSED_REPLY = "Sorry, I can't help with that one."
@@ -64,7 +65,7 @@ class Chat(commands.Cog):
         self._attachments = AttachmentReader(attachment_limits(settings))
         self.replier = Replier(
             bot.memory,
-            bot.gemini,
+            bot.models.chat,
             turn_max_chars=settings.chat_turn_max_chars,
             prompt_max_chars=settings.chat_prompt_max_chars,
         )
@@ -368,15 +369,15 @@ class Chat(commands.Cog):
                 await self.use_tools(message, sent, answer.calls)
                 return
             if looks_blank(answer.text):  # blank-looking (whitespace, zero-width characters): not a reply
-                raise ModelError("Gemini returned an empty answer")
+                raise ModelError(f"{provider_name(self.bot.settings)} returned an empty answer")
             await shown.finish()
         except ModelRefusal as exc:
-            log.info("Gemini refused to answer in channel %s: %s", message.channel.id, exc)
+            log.info("the chat model refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
         except ModelKeyRejected as exc:  # no point in "try again": say it once to admins, plainly to people
             log.error("chat reply failed in channel %s: %s", message.channel.id, exc)
             if message.guild is not None:
-                self.bot.admin_log.post_once(message.guild.id, "gemini-key", KEY_REJECTED_LOG)
+                self.bot.admin_log.post_once(message.guild.id, "model-key", self.key_rejected_line())
             await self.replace_with(message, sent, MISCONFIGURED_REPLY)
         except (ModelError, TimeoutError) as exc:
             log.warning("chat reply failed in channel %s: %s", message.channel.id, exc)
@@ -392,6 +393,11 @@ class Chat(commands.Cog):
                     message.guild.id,
                     f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
                 )
+
+    def key_rejected_line(self) -> str:
+        settings = self.bot.settings
+        variable = "GEMINI_API_KEY" if settings.model_provider == "gemini" else "OPENAI_API_KEY"
+        return KEY_REJECTED_LOG.format(provider=provider_name(settings), variable=variable)
 
     async def use_tools(
         self, message: discord.Message, sent: list[discord.Message], calls: list[ToolCall]

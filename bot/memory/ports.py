@@ -1,9 +1,9 @@
 """What the memory engine needs from the world, defined where the engine is.
 
 The model side: structured JSON answers, embeddings and a streamed chat, the purposes their usage is
-counted under, and the errors they raise. `bot/llm/gemini.py` implements them with Google's client
-library; tests implement them with fakes. The engine imports no model client, so another provider is
-a new module beside gemini.py, not a change here.
+counted under, and the errors they raise. The adapters in `bot/llm/` implement them (gemini.py with
+Google's client library); tests implement them with fakes. The engine imports no model client, so
+another provider is a new module beside gemini.py, not a change here.
 
 The storage side: `Storage`, the queries and writes the engine makes (each one atomic), and
 `StorageWorker`, which runs them off the event loop. The `storage` package beside `memory` implements

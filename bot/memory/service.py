@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -166,14 +166,17 @@ class MemoryService:
         *,
         usage: Callable[[str | None], dict[str, Any]] | None = None,
         holder: Holder | None = None,
+        close_models: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """`holder`: this process's name in the leases and its check for dead holders (by default a
-        random name, and every other holder's lease is waited for until its deadline)."""
+        random name, and every other holder's lease is waited for until its deadline). `close_models`
+        closes the model clients when the service closes (by default the JSON model's `aclose`)."""
         self.store = store
         self.llm = llm
         self.embedder = embedder
         self.policy = policy
         self._usage = usage or (lambda scope: {})
+        self._close_models = close_models or getattr(llm, "aclose", None)
         self.leases = Leases(store, policy.flush.claim_seconds, holder)
         self.consolidator = Consolidator(
             store,
@@ -249,9 +252,8 @@ class MemoryService:
         if record_usage:
             await self.store.call(Storage.set_state, USAGE_STATE, json.dumps(self._usage(None)))
         await self.store.close()
-        aclose = getattr(self.llm, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if self._close_models is not None:
+            await self._close_models()
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)

@@ -52,6 +52,7 @@ async def ask(w: World, text: str, files: list[Upload], **kwargs: Any) -> dict[s
     return w.chat_requests()[-1]
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_an_image_in_the_message_being_answered_reaches_gemini_as_an_image_part(tmp_path: Path) -> None:
     cat = picture((64, 48), "red")
     async with world(tmp_path) as w:

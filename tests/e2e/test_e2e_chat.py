@@ -47,6 +47,7 @@ async def teach_alpha(w: World) -> None:
     await w.flush()
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_three_people_talk_and_each_ones_facts_are_stored_for_them(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await teach_alpha(w)
@@ -59,10 +60,10 @@ async def test_three_people_talk_and_each_ones_facts_are_stored_for_them(tmp_pat
         assert [f.text for f in await w.facts(scope, w.carol)] == ["carol is a marathon runner"]
         assert all(f.scope == scope for f in await w.facts(scope, w.alice))
         assert await w.facts(f"guild:{w.beta.id}", w.alice) == []
-        extract_calls = [r for r in w.gemini.requests if r.kind == "generate"]
-        assert len(extract_calls) == 1  # one call for the whole chunk
+        assert len(w.json_requests()) == 1  # one call for the whole chunk
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await teach_alpha(w)
@@ -101,15 +102,7 @@ async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_p
         assert any("bob: Who here likes to travel?" in p["text"] for t in turns for p in t["parts"])
         # Recall searches for the message being answered first and the turns before it as context, in
         # one embedding request, so two lines of small talk cannot drown the question.
-        queries = [
-            [
-                "".join(part.get("text", "") for part in item["content"]["parts"])
-                for item in r.json["requests"]
-            ]
-            for r in w.gemini.of_kind("embed")
-            if r.json["requests"][0].get("taskType") == "RETRIEVAL_QUERY"
-        ]
-        assert queries[-1] == [
+        assert w.query_embeddings()[-1] == [
             "what should a carpenter and a marathon runner do in Lisbon?",
             "Who here likes to travel?\nI run, does that count?",
         ]

@@ -39,6 +39,7 @@ def responses(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [r["response"] for r in function_parts(request, "functionResponse")]
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_a_lookup_round_trip_returns_only_what_the_audience_rules_allow(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"

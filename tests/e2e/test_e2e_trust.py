@@ -144,6 +144,7 @@ async def test_sensitive_facts_are_refused_from_chat_kept_when_asked_and_used_on
         assert "hiking" in to_alice and "diabetes" not in to_alice.split("<background_facts>")[1]
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_remember_in_words_is_in_facts_at_once_and_confirmed_with_its_id(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"
@@ -190,6 +191,7 @@ async def test_remember_command_stores_and_an_opted_out_person_is_refused(tmp_pa
         assert [f.text for f in await w.facts(scope, w.carol)] == ["carol plays the oboe"]
 
 
+@pytest.mark.usefixtures("world_model")
 async def test_forget_in_words_asks_privately_and_forgets_only_after_confirming(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"

@@ -1,7 +1,9 @@
-"""The end-to-end world: the real MemoryBot (discord.py + google-genai) against both stand-ins on 127.0.0.1.
+"""The end-to-end world: the real MemoryBot (discord.py + google-genai or openai) against the stand-ins on
+127.0.0.1.
 
 Two guilds (Alpha, Beta), three people (alice is an admin of Alpha), a log channel in each guild, and a
-rule-based Gemini (standins/brain.py) that learns first-person statements.
+rule-based model (standins/brain.py) that learns first-person statements, behind the Gemini stand-in or,
+with `model = "openai"`, the OpenAI-compatible one (the bot then runs with MODEL_PROVIDER=openai).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bot.storage import Store
 from standins.brain import FakeBrain
 from standins.discord import DiscordStandIn, Guild, run_bot
 from standins.gemini import GeminiStandIn
+from standins.openai import OpenAIStandIn, gemini_body
 from tests.conftest import make_settings
 
 
@@ -36,7 +39,7 @@ async def eventually(
 @dataclass
 class World:
     discord: DiscordStandIn
-    gemini: GeminiStandIn
+    gemini: GeminiStandIn  # the model's stand-in: an OpenAIStandIn when `provider` is "openai"
     brain: FakeBrain
     bot: MemoryBot
     alpha: Guild
@@ -44,6 +47,7 @@ class World:
     alice: dict[str, Any]
     bob: dict[str, Any]
     carol: dict[str, Any]
+    provider: str = "gemini"
 
     @property
     def general(self) -> int:
@@ -92,17 +96,61 @@ class World:
         return await self.bot.memory.list_facts(scope, str(user["id"]), limit=1000)
 
     def chat_requests(self) -> list[dict[str, Any]]:
-        return [r.json for r in self.gemini.requests if r.kind == "stream"]
+        """The chat requests, as Gemini bodies whichever provider (the OpenAI stand-in's translation)."""
+        streams = [r.json for r in self.gemini.requests if r.kind == "stream"]
+        return [gemini_body(b) for b in streams] if self.provider == "openai" else streams
+
+    def json_requests(self) -> list[Any]:
+        """The requests for structured answers (extraction, consolidation, remembering)."""
+        return self.gemini.of_kind("chat" if self.provider == "openai" else "generate")
+
+    def query_embeddings(self) -> list[list[str]]:
+        """The texts of each embedding request for a search (every embedding request on OpenAI's API,
+        which has no task type: the last one of a reply is its search)."""
+        if self.provider == "openai":
+            return [list(r.json["input"]) for r in self.gemini.of_kind("embed")]
+        return [
+            [
+                "".join(part.get("text", "") for part in item["content"]["parts"])
+                for item in r.json["requests"]
+            ]
+            for r in self.gemini.of_kind("embed")
+            if r.json["requests"][0].get("taskType") == "RETRIEVAL_QUERY"
+        ]
 
 
 # The database the next world opens: a file in its tmp_path (None), or a PostgreSQL URL. Set per test
 # by the `world_database` fixture of tests/e2e/conftest.py, which runs each world test on both backends.
 database: Path | str | None = None
+# The model provider the next world's bot uses ("gemini" or "openai"); set by the `world_model` fixture.
+model = "gemini"
+
+
+def model_settings(standin: GeminiStandIn | OpenAIStandIn) -> dict[str, Any]:
+    """The settings pointing the bot's models at `standin`, with a short retry budget."""
+    if isinstance(standin, OpenAIStandIn):
+        return {
+            "model_provider": "openai",
+            "openai_base_url": standin.base_url,
+            "openai_api_key": "test-key",
+            "embedding_model": "nomic-embed-text",
+            "embedding_dimensions": 768,
+            "openai_max_retries": 1,
+            "openai_timeout_seconds": 5.0,
+        }
+    return {
+        "gemini_base_url": standin.base_url,
+        "embedding_model": "gemini-embedding-001",
+        "embedding_dimensions": 768,
+        "gemini_max_retries": 1,
+        "gemini_timeout_seconds": 5.0,
+    }
 
 
 @contextlib.asynccontextmanager
 async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
-    async with GeminiStandIn() as gemini, DiscordStandIn() as discord_standin:
+    standin = OpenAIStandIn() if model == "openai" else GeminiStandIn()
+    async with standin as gemini, DiscordStandIn() as discord_standin:
         brain = FakeBrain()
         gemini.generate_handler = brain
         alpha = discord_standin.add_guild("Alpha")
@@ -113,11 +161,7 @@ async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
         settings = make_settings(
             tmp_path,
             database,
-            gemini_base_url=gemini.base_url,
-            embedding_model="gemini-embedding-001",
-            embedding_dimensions=768,
-            gemini_max_retries=1,
-            gemini_timeout_seconds=5.0,
+            **model_settings(gemini),
             discord_api_base_url=discord_standin.api_base,
             discord_gateway_url=discord_standin.gateway_url,
             **overrides,
@@ -125,5 +169,5 @@ async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
         bot = MemoryBot(settings)
         bot.admin_log.interval = 0.2
         async with run_bot(bot, discord_standin):
-            yield World(discord_standin, gemini, brain, bot, alpha, beta, alice, bob, carol)
+            yield World(discord_standin, gemini, brain, bot, alpha, beta, alice, bob, carol, model)
         assert discord_standin.errors == []

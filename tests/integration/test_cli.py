@@ -56,7 +56,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DISCORD_", "GEMINI_", "GOOGLE_", "DATABASE_"))
+        if not k.startswith(
+            ("DISCORD_", "GEMINI_", "GOOGLE_", "DATABASE_", "OPENAI_", "MODEL_", "EMBEDDING_")
+        )
     }
     env["PYTHONPATH"] = str(ROOT)
     env.update(extra)

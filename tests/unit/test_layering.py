@@ -44,15 +44,26 @@ def test_the_engine_imports_no_storage_model_client_discord_or_settings() -> Non
         assert wrong == set(), path.name
 
 
+ADAPTERS = {"gemini.py": "google", "openai_compat.py": "openai"}  # provider adapter -> its SDK
+
+
 def test_the_chats_use_case_speaks_to_ports_and_memory_only() -> None:
-    """The reply both front-ends call, its prompts and tool rounds: no discord, no model SDK (only
-    gemini.py speaks to google-genai), no settings, no storage."""
-    forbidden = ("bot.storage", "bot.config", "bot.llm.gemini", "bot.cogs", "google", "discord")
-    chat = [p for p in sorted((ROOT / "bot" / "llm").glob("*.py")) if p.name != "gemini.py"]
-    assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py"}
+    """The reply both front-ends call, its prompts and tool rounds, and what the providers share: no
+    discord, no model SDK (only the provider adapters speak to theirs), no settings, no storage."""
+    adapters = tuple(f"bot.llm.{name.removesuffix('.py')}" for name in ADAPTERS)
+    forbidden = ("bot.storage", "bot.config", *adapters, "bot.cogs", *ADAPTERS.values(), "discord")
+    chat = [p for p in sorted((ROOT / "bot" / "llm").glob("*.py")) if p.name not in ADAPTERS]
+    assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py", "retry.py", "answers.py"}
     for path in chat:
         wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
         assert wrong == set(), path.name
+
+
+def test_each_provider_adapter_is_the_only_user_of_its_sdk() -> None:
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        for adapter, sdk in ADAPTERS.items():
+            if path.name != adapter:
+                assert not any(m == sdk or m.startswith(sdk + ".") for m in imports_of(path)), (path, sdk)
 
 
 def test_storage_knows_only_the_engines_models_ports_and_text() -> None:

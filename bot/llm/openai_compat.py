@@ -1,0 +1,589 @@
+"""The only module that speaks to the `openai` library: any OpenAI-compatible endpoint (OpenAI, OpenRouter,
+Ollama, LM Studio, vLLM, a llama.cpp server) for structured JSON, streamed chat and embeddings.
+
+Endpoints differ in what they honour, so each feature has a way down rather than an error for people:
+- JSON answers ask for the response schema (`json_schema`); an endpoint refusing it (a 400 naming
+  `response_format`) is asked for JSON mode, then for the schema in the instruction. Every answer is
+  validated, and one that does not fit gets one repair request (the bad answer and what is wrong with it);
+  an endpoint that ignores `response_format` from then on gets the schema in the instruction too.
+- Tools and images are offered until the endpoint refuses them (a 400 naming tools or images; or the
+  settings switch them off): the request goes again without them, the log says so once, and the chat
+  goes on without them (`features` says what holds, for `check --online`).
+- Embeddings come at the model's own size; `dimensions=` is sent only when EMBEDDING_DIMENSIONS asks for
+  fewer than the model gives.
+The `openai` library's own retries are off: every call runs through the shared retry loop (retry.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import openai
+import pydantic
+
+from bot.llm.answers import MalformedAnswer, OffSchemaAnswer, checked_vectors, normalised, read_answer
+from bot.llm.retry import RetryingClient, retry_after
+from bot.llm.usage import Usage, tokens
+from bot.memory.ports import (
+    ChatTool,
+    ChatTurn,
+    InlineData,
+    ModelError,
+    ModelRefusal,
+    Purpose,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=pydantic.BaseModel)
+
+EMBED_BATCH_SIZE = 100
+JSON_TEMPERATURE = 0.2
+JSON_MODES = ("schema", "object", "prompt")  # the ways down, in order
+NO_IMAGE = "[an image the model cannot see: this endpoint takes no images]"
+# Said to a model whose endpoint takes no tools, so it never claims to have done what only a tool does.
+NO_TOOLS = (
+    "You have no tools here: you cannot remember, forget or look anything up yourself. When someone asks "
+    "you to remember or forget something, tell them to use /remember or /forget."
+)
+REPAIR = (
+    "That answer cannot be used: {error}. Answer again with only the JSON object, no other text, "
+    "matching this JSON Schema:\n{schema}"
+)
+SCHEMA_INSTRUCTION = "Answer with one JSON object only, no other text, matching this JSON Schema:\n{schema}"
+_REFUSING_WORDS = {
+    "tools": ("tool", "function"),
+    "images": ("image", "vision", "multimodal", "image_url"),
+    "response_format": ("response_format", "json_schema", "json_object", "structured output"),
+    "stream_options": ("stream_options", "include_usage"),
+}
+
+
+def endpoint_name(base_url: str) -> str:
+    """How messages name the endpoint: "OpenAI" for OpenAI's API, else its host (and port)."""
+    host = urlsplit(base_url).netloc if base_url else ""
+    return "OpenAI" if not host or host == "api.openai.com" else host
+
+
+@dataclass
+class Features:
+    """What the endpoint is taken to support, from the settings and what it has refused so far."""
+
+    tools: bool = True
+    images: bool = True
+    json_mode: str = "schema"  # one of JSON_MODES
+    schema_in_prompt: bool = False  # also when the endpoint ignores response_format
+    stream_usage: bool = True
+    send_dimensions: bool = False
+
+
+class OpenAICompatClient(RetryingClient):
+    """An OpenAI-compatible endpoint for the bot: JSON answers, a streamed chat reply, embeddings."""
+
+    log = log
+    api_errors = (openai.APIError,)
+    unreadable: ClassVar[tuple[type[BaseException], ...]] = (
+        openai.APIResponseValidationError,
+        json.JSONDecodeError,
+    )
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "",
+        base_url: str = "",
+        chat_model: str,
+        memory_model: str,
+        embedding_model: str,
+        embedding_dimensions: int,
+        timeout_seconds: float = 60.0,
+        max_retries: int = 4,
+        backoff_base_seconds: float = 1.0,
+        backoff_max_seconds: float = 30.0,
+        tools: bool = True,
+        images: bool = True,
+        json_mode: Literal["auto", "schema", "object", "prompt"] = "auto",
+        usage: Usage | None = None,
+    ) -> None:
+        super().__init__(
+            api_key=api_key,
+            timeout_seconds=timeout_seconds,
+            max_retries=max_retries,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_max_seconds=backoff_max_seconds,
+            usage=usage,
+        )
+        self.base_url = base_url.rstrip("/")
+        self.provider = endpoint_name(self.base_url)
+        self.chat_model = chat_model
+        self.memory_model = memory_model
+        self.embedding_model = embedding_model
+        self.embedding_dimensions = embedding_dimensions
+        self.json_fallback = json_mode == "auto"
+        self.features = Features(
+            tools=tools, images=images, json_mode="schema" if json_mode == "auto" else json_mode
+        )
+        self.switched_off = {name for name, on in (("tools", tools), ("images", images)) if not on}
+        for name in sorted(self.switched_off):
+            log.info("OPENAI_%s=off: the chat model gets no %s", name.upper(), name)
+        # A streamed reply may take longer than one request's timeout; its deadline is between chunks.
+        http_timeout = max(10 * timeout_seconds, 300.0) if timeout_seconds > 0 else None
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key or "none",  # a local server wants no key; the library wants some text
+            base_url=self.base_url or None,
+            timeout=http_timeout,
+            max_retries=0,
+        )
+        self._closed = False
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, usage: Usage | None = None, *, part: Literal["chat", "embeddings"] = "chat"
+    ) -> OpenAICompatClient:
+        """The client of the settings' endpoint; `part`: which role it plays (for the model names)."""
+        return cls(
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            chat_model=settings.chat_model_name if part == "chat" else "",
+            memory_model=settings.memory_model_name if part == "chat" else "",
+            embedding_model=settings.embedding_model,
+            embedding_dimensions=settings.embedding_dimensions,
+            timeout_seconds=settings.openai_timeout_seconds,
+            max_retries=settings.openai_max_retries,
+            tools=settings.openai_tools != "off",
+            images=settings.openai_images != "off",
+            json_mode=settings.openai_json,  # type: ignore[arg-type]  # checked by the settings' parser
+            usage=usage,
+        )
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAICompatClient(base_url={self.base_url or 'default'!r}, chat_model={self.chat_model!r})"
+
+    # ---- structured JSON --------------------------------------------------------------------------------
+
+    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
+        """Ask the memory model for an answer shaped like `schema`: validated, repaired once, retried."""
+        schema_text = json.dumps(schema.model_json_schema(), separators=(",", ":"))
+
+        async def attempt() -> T:
+            messages: list[Any] = [{"role": "user", "content": prompt}]
+            answer = await self._json_answer(purpose, system, messages, schema, schema_text)
+            try:
+                return await asyncio.to_thread(read_answer, schema, answer, self.provider)
+            except OffSchemaAnswer as exc:
+                self._note_ignored_format(exc)
+                messages += [
+                    {"role": "assistant", "content": answer},
+                    {"role": "user", "content": REPAIR.format(error=exc, schema=schema_text)},
+                ]
+                repaired = await self._json_answer(purpose, system, messages, schema, schema_text)
+                return await asyncio.to_thread(read_answer, schema, repaired, self.provider)
+
+        return await self._with_retries(purpose, attempt)
+
+    def _json_instruction(self, system: str, schema_text: str) -> str:
+        features = self.features
+        if features.json_mode == "schema" and not features.schema_in_prompt:
+            return system
+        return "\n\n".join(p for p in (system, SCHEMA_INSTRUCTION.format(schema=schema_text)) if p)
+
+    def _note_ignored_format(self, exc: OffSchemaAnswer) -> None:
+        """An answer asked for in a JSON mode that is not JSON at all: the endpoint ignores the mode, so
+        the schema goes in the instruction from now on."""
+        features = self.features
+        if "invalid JSON" in str(exc) and not features.schema_in_prompt and features.json_mode != "prompt":
+            features.schema_in_prompt = True
+            log.warning(
+                "%s seems to ignore response_format (%s answered without JSON); the schema now goes in "
+                "the instruction",
+                self.provider,
+                self.memory_model,
+            )
+
+    async def _json_answer(
+        self, purpose: Purpose, system: str, turns: list[Any], schema: type[T], schema_text: str
+    ) -> str:
+        """One JSON request in the best mode the endpoint takes (stepping down on a 400 naming it)."""
+        while True:
+            instruction = self._json_instruction(system, schema_text)
+            messages = [{"role": "system", "content": instruction}, *turns] if instruction else turns
+            options: dict[str, Any] = {}
+            mode = self.features.json_mode
+            if mode == "schema":
+                options["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema.__name__, "schema": json.loads(schema_text)},
+                }
+            elif mode == "object":
+                options["response_format"] = {"type": "json_object"}
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.memory_model,
+                    messages=messages,
+                    temperature=JSON_TEMPERATURE,
+                    **options,
+                )
+            except openai.BadRequestError as exc:
+                if not (self.json_fallback and mode != "prompt" and _names(exc, "response_format")):
+                    raise
+                self.features.json_mode = JSON_MODES[JSON_MODES.index(mode) + 1]
+                log.warning(
+                    "%s refuses response_format %s (%s); asking with %s instead",
+                    self.provider,
+                    mode,
+                    _message(exc),
+                    self.features.json_mode,
+                )
+                continue
+            self.usage.record(purpose, *_tokens(response.usage))
+            return self._answer_text(purpose, response)
+
+    def _answer_text(self, purpose: Purpose, response: Any) -> str:
+        if not response.choices:
+            raise MalformedAnswer(f"{self.provider} returned no answer choices")
+        choice = response.choices[0]
+        refusal = getattr(choice.message, "refusal", None)
+        if choice.finish_reason == "content_filter" or refusal:
+            raise ModelRefusal(
+                f"{self.provider} would not answer ({refusal or 'finish reason content_filter'})",
+                purpose=purpose,
+            )
+        return str(choice.message.content or "")
+
+    # ---- embeddings -------------------------------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str], task: Literal["document", "query"]) -> list[list[float]]:
+        """Unit-length vectors of `embedding_dimensions` values, one request per 100 texts.
+
+        The task is not sent: the OpenAI API has none (a model that wants prefixes gets the text as is).
+        """
+        if not texts:
+            return []
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_BATCH_SIZE):
+            chunk = list(texts[start : start + EMBED_BATCH_SIZE])
+
+            async def attempt(chunk: list[str] = chunk) -> list[list[float]]:
+                return await self._embed_batch(chunk)
+
+            batch = await self._with_retries(Purpose.EMBED, attempt)
+            vectors += [normalised(v) for v in batch]
+            self.usage.add(Purpose.EMBED, embedded_texts=len(chunk))
+        return vectors
+
+    async def _embed_batch(self, chunk: list[str]) -> list[list[float]]:
+        wanted = self.embedding_dimensions
+        while True:
+            options = {"dimensions": wanted} if self.features.send_dimensions else {}
+            response = await self._client.embeddings.create(
+                model=self.embedding_model,
+                input=chunk,
+                encoding_format="float",
+                **options,  # type: ignore[arg-type]
+            )
+            self.usage.record(Purpose.EMBED, *_tokens(response.usage))
+            ordered = sorted(response.data or [], key=lambda d: d.index)
+            batch = checked_vectors([list(d.embedding) for d in ordered], len(chunk), self.provider)
+            size = len(batch[0])
+            if size > wanted and not self.features.send_dimensions:
+                # More than asked for: the model's own size is larger, so ask it for fewer (once, then always).
+                self.features.send_dimensions = True
+                log.info("%s gives %d dimensions; asking for %d", self.embedding_model, size, wanted)
+                continue
+            if any(len(v) != wanted for v in batch):
+                hint = (
+                    "it ignores `dimensions`"
+                    if size > wanted
+                    else f"set EMBEDDING_DIMENSIONS={size}, its own size"
+                )
+                raise ModelError(
+                    f"{self.provider} returned a {size}-dimensional embedding from {self.embedding_model!r}; "
+                    f"EMBEDDING_DIMENSIONS is {wanted} ({hint})",
+                    purpose=Purpose.EMBED,
+                )
+            return batch
+
+    # ---- chat -------------------------------------------------------------------------------------------
+
+    async def chat_stream(
+        self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()
+    ) -> AsyncGenerator[str | ToolCall, None]:
+        """Yield the chat model's reply as text deltas, and the tools it calls as `ToolCall`s.
+
+        Retries only while nothing has been yielded. Raises ModelRefusal when the endpoint's filter stops
+        the answer, ModelError on other failures.
+        """
+        if not any(t.text.strip() or t.parts or t.calls or t.results for t in turns):
+            raise ModelError("there is nothing to answer: every turn is empty", purpose=Purpose.CHAT)
+
+        async def attempt() -> AsyncGenerator[str | ToolCall, None]:
+            stream = await self._open_stream(system, turns, tools)
+            calls: dict[int, dict[str, Any]] = {}
+            try:
+                answered = False
+                async for chunk in self._within_deadline(stream):
+                    if not answered:
+                        answered = True
+                        self.usage.add(Purpose.CHAT, calls=1)
+                    self.usage.add_tokens(Purpose.CHAT, *_tokens(chunk.usage))
+                    for choice in chunk.choices or []:
+                        if choice.finish_reason == "content_filter":
+                            raise ModelRefusal(
+                                f"{self.provider} stopped the answer (finish reason content_filter)",
+                                purpose=Purpose.CHAT,
+                            )
+                        if choice.delta is None:
+                            continue
+                        if choice.delta.content:
+                            yield choice.delta.content
+                        for delta in choice.delta.tool_calls or []:
+                            _gather_call(calls.setdefault(delta.index, {}), delta)
+                if not answered:
+                    raise MalformedAnswer(f"{self.provider} returned an empty stream")
+                for index in sorted(calls):
+                    if calls[index].get("name"):
+                        yield _tool_call(calls[index], index)
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.close()
+
+        async with contextlib.aclosing(self._retrying(Purpose.CHAT, attempt)) as pieces:
+            async for piece in pieces:
+                yield piece
+
+    async def _open_stream(self, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool]) -> Any:
+        """The streamed request with what the endpoint takes; a 400 naming tools, images or usage in the
+        stream drops that for good and sends again (said once in the log)."""
+        while True:
+            features = self.features
+            options: dict[str, Any] = {}
+            instruction = system
+            if tools and features.tools:
+                options["tools"] = [_function(tool) for tool in tools]
+            elif tools:
+                instruction = f"{system}\n\n{NO_TOOLS}" if system else NO_TOOLS
+            if features.stream_usage:
+                options["stream_options"] = {"include_usage": True}
+            try:
+                async with self._deadline():
+                    return await self._client.chat.completions.create(
+                        model=self.chat_model,
+                        messages=messages_of(instruction, turns, images=features.images),
+                        stream=True,
+                        **options,
+                    )
+            except openai.BadRequestError as exc:
+                dropped = self._drop_refused(exc, tools=bool(options.get("tools")), turns=turns)
+                if dropped is None:
+                    raise
+
+    def _drop_refused(
+        self, exc: openai.BadRequestError, *, tools: bool, turns: Sequence[ChatTurn]
+    ) -> str | None:
+        """Switch off the feature a 400 names (tools, images, usage in the stream); None when none."""
+        features = self.features
+        has_images = any(isinstance(p, InlineData) for t in turns for p in t.parts)
+        if tools and _names(exc, "tools"):
+            features.tools, name = False, "tools"
+        elif has_images and features.images and _names(exc, "images"):
+            features.images, name = False, "images"
+        elif features.stream_usage and _names(exc, "stream_options"):
+            features.stream_usage, name = False, "stream_options"
+        else:
+            return None
+        log.warning(
+            "%s (%s) refuses %s (%s): the bot goes on without them",
+            self.provider,
+            self.chat_model,
+            name,
+            _message(exc),
+        )
+        return name
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self._client.close()
+
+    # ---- what is the endpoint's in the retry loop -------------------------------------------------------
+
+    def _api_error(self, purpose: Purpose, model: str, exc: BaseException) -> ModelError:
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(
+                f"{self.provider} did not answer within {self.timeout_seconds:g}s ({purpose.value}, {model})",
+                purpose=purpose,
+                retryable=True,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return self._unreachable(purpose, cause)
+        if isinstance(exc, openai.APIResponseValidationError) or not isinstance(exc, openai.APIStatusError):
+            return ModelError(self._scrub(f"unreadable answer: {exc}"), purpose=purpose, retryable=True)
+        status = exc.status_code
+        detail = self._scrub(f"HTTP {status}: {_message(exc)}")
+        rejected = status in (401, 403)
+        return self._status_error(purpose, model, status, detail, key_rejected=rejected, key="OPENAI_API_KEY")
+
+    def _retry_hint(self, exc: BaseException) -> float | None:
+        """Seconds the server asked us to wait: retry-after-ms, else Retry-After."""
+        if not isinstance(exc, openai.APIStatusError):
+            return None
+        headers = exc.response.headers
+        with contextlib.suppress(TypeError, ValueError):
+            millis = headers.get("retry-after-ms")
+            if millis:
+                return max(0.0, float(millis) / 1000)
+        return retry_after(headers.get("retry-after"))
+
+
+def messages_of(system: str, turns: Sequence[ChatTurn], *, images: bool) -> list[Any]:
+    """Chat messages from turns: consecutive turns of one role join in one message; a model turn's tool
+    calls go as the assistant's `tool_calls`, and the results after it as `tool` messages with their ids."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for turn in turns:
+        for result in turn.results:
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": result.id or result.name,
+                    "content": json.dumps(result.response, ensure_ascii=False),
+                }
+            )
+        parts = _content_parts(turn, images=images)
+        role = "user" if turn.role == "user" else "assistant"
+        if turn.calls:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": _joined(parts) or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id or call.name,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(call.args, ensure_ascii=False),
+                            },
+                        }
+                        for call in turn.calls
+                    ],
+                }
+            )
+            continue
+        if not parts:
+            continue
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == role and "tool_calls" not in last and role != "system":
+            last["parts"] += parts
+        else:
+            messages.append({"role": role, "parts": parts})
+    return [_finished(m) for m in messages]
+
+
+def _content_parts(turn: ChatTurn, *, images: bool) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text.strip() else []
+    for item in turn.parts:
+        if isinstance(item, InlineData):
+            if images:
+                url = f"data:{item.mime_type};base64,{base64.b64encode(item.data).decode('ascii')}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+            else:
+                parts.append({"type": "text", "text": NO_IMAGE})
+        elif item.strip():
+            parts.append({"type": "text", "text": item})
+    return parts
+
+
+def _joined(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(p["text"] for p in parts if p["type"] == "text")
+
+
+def _finished(message: dict[str, Any]) -> dict[str, Any]:
+    """A message's content: plain text when it has no image (what every endpoint takes), else parts."""
+    parts = message.pop("parts", None)
+    if parts is None:
+        return message
+    if all(p["type"] == "text" for p in parts):
+        message["content"] = _joined(parts)
+    else:
+        message["content"] = parts
+    return message
+
+
+def _function(tool: ChatTool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    name: {"type": "string", "description": about} for name, about in tool.parameters.items()
+                },
+                "required": [name for name in tool.parameters if name not in tool.optional],
+            },
+        },
+    }
+
+
+def _gather_call(call: dict[str, Any], delta: Any) -> None:
+    """A streamed tool call arrives in pieces: the id and name once, the arguments in fragments."""
+    if delta.id:
+        call["id"] = delta.id
+    function = delta.function
+    if function is not None:
+        if function.name:
+            call["name"] = function.name
+        call["arguments"] = call.get("arguments", "") + (function.arguments or "")
+
+
+def _tool_call(call: dict[str, Any], index: int) -> ToolCall:
+    try:
+        args = json.loads(call.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {}
+    return ToolCall(
+        str(call.get("name", "")),
+        args if isinstance(args, dict) else {},
+        id=call.get("id") or f"call_{index}",
+    )
+
+
+def _tokens(usage: Any) -> tuple[int, int]:
+    if usage is None:
+        return 0, 0
+    return tokens(getattr(usage, "prompt_tokens", None)), tokens(getattr(usage, "completion_tokens", None))
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    """The error's own words, from its body ({"error": {"message": ...}}) when it has one."""
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return str(exc.message)
+
+
+def _names(exc: openai.APIStatusError, feature: str) -> bool:
+    """Whether a 400 is about `feature` (its words in the error's message)."""
+    text = f"{_message(exc)} {json.dumps(exc.body) if exc.body is not None else ''}".lower()
+    return any(word in text for word in _REFUSING_WORDS[feature])
