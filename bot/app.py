@@ -10,7 +10,7 @@ import base64
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
@@ -99,8 +99,9 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     usage = Usage()
     chat = _client(settings, settings.model_provider, usage)
     embedder = chat
-    if settings.embeddings_provider != settings.model_provider:
-        embedder = _client(settings, settings.embeddings_provider, usage)
+    elsewhere = settings.embeddings_provider == "openai" and bool(settings.embedding_base_url)
+    if settings.embeddings_provider != settings.model_provider or elsewhere:
+        embedder = _client(settings, settings.embeddings_provider, usage, part="embeddings")
     clients = (chat,) if embedder is chat else (chat, embedder)
     if max_retries is not None:
         for client in clients:
@@ -108,9 +109,11 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     return Models(json=chat, embedder=embedder, chat=chat, usage=usage, clients=clients)
 
 
-def _client(settings: Settings, provider: str, usage: Usage) -> GeminiClient | OpenAICompatClient:
+def _client(
+    settings: Settings, provider: str, usage: Usage, *, part: Literal["chat", "embeddings"] = "chat"
+) -> GeminiClient | OpenAICompatClient:
     if provider == "openai":
-        return OpenAICompatClient.from_settings(settings, usage)
+        return OpenAICompatClient.from_settings(settings, usage, part=part)
     return GeminiClient.from_settings(settings, usage)
 
 

@@ -55,6 +55,10 @@ class Settings:
     gemini_max_retries: int = 4
     openai_api_key: str = ""  # optional for a local server
     openai_base_url: str = ""  # empty: OpenAI's own API
+    # Embeddings from another OpenAI-compatible endpoint than the chat's (chat on OpenRouter, embeddings
+    # on a local Ollama); empty: OPENAI_BASE_URL / OPENAI_API_KEY.
+    embedding_base_url: str = ""
+    embedding_api_key: str = ""
     openai_timeout_seconds: float = 60.0
     openai_max_retries: int = 4
     openai_tools: str = "auto"  # auto: offered, and left out once the endpoint refuses them; off: never
@@ -96,7 +100,7 @@ class Settings:
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
 
-    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key")
+    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key")
 
     def missing(self, *names: str) -> list[str]:
         """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
@@ -117,7 +121,10 @@ class Settings:
         """The keys the providers in use need: Gemini's always, OpenAI's only for OpenAI's own API."""
         providers = {self.model_provider, self.embeddings_provider}
         keys = ["gemini_api_key"] if "gemini" in providers else []
-        return keys + (["openai_api_key"] if "openai" in providers and not self.openai_base_url else [])
+        openai_own_api = (self.model_provider == "openai" and not self.openai_base_url) or (
+            self.embeddings_provider == "openai" and not (self.embedding_base_url or self.openai_base_url)
+        )
+        return keys + (["openai_api_key"] if openai_own_api else [])
 
     @property
     def embeddings_provider(self) -> str:
@@ -306,6 +313,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "model_provider": (_choice(*PROVIDERS), "gemini or openai (any OpenAI-compatible endpoint)"),
     "embedding_provider": (_choice(*PROVIDERS), "gemini or openai (empty: MODEL_PROVIDER's)"),
     "openai_base_url": (_url, "an http(s) URL such as http://127.0.0.1:11434/v1"),
+    "embedding_base_url": (_url, "an http(s) URL such as http://127.0.0.1:11434/v1"),
     "openai_timeout_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "openai_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
     "openai_tools": (_choice("auto", "off"), "auto or off"),

@@ -153,9 +153,10 @@ class OpenAICompatClient(RetryingClient):
         cls, settings: Settings, usage: Usage | None = None, *, part: Literal["chat", "embeddings"] = "chat"
     ) -> OpenAICompatClient:
         """The client of the settings' endpoint; `part`: which role it plays (for the model names)."""
+        own = part == "embeddings" and bool(settings.embedding_base_url)  # an endpoint of its own
         return cls(
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
+            api_key=settings.embedding_api_key if own else settings.openai_api_key,
+            base_url=settings.embedding_base_url if own else settings.openai_base_url,
             chat_model=settings.chat_model_name if part == "chat" else "",
             memory_model=settings.memory_model_name if part == "chat" else "",
             embedding_model=settings.embedding_model,

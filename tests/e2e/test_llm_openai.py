@@ -34,6 +34,7 @@ from bot.memory.ports import (
 )
 from bot.memory.prompts import RememberResult
 from bot.storage.errors import EmbeddingMismatchError
+from standins.openai import OpenAIStandIn
 from tests.conftest import make_settings
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -526,3 +527,29 @@ async def test_the_same_model_name_from_another_provider_is_an_embedding_change(
     with pytest.raises(EmbeddingMismatchError, match="openai:nomic-embed-text") as raised:
         await open_store(replace(gemini, model_provider="openai"))
     assert "python -m bot reembed" in str(raised.value)
+
+
+async def test_embeddings_can_come_from_another_endpoint_than_the_chat(tmp_path: Path) -> None:
+    """Chat on one OpenAI-compatible endpoint (OpenRouter, say), embeddings on a local one (Ollama)."""
+    async with OpenAIStandIn(api_key="chat-key") as chat, OpenAIStandIn() as local:
+        settings = Settings(
+            model_provider="openai",
+            openai_api_key="chat-key",
+            openai_base_url=chat.base_url,
+            embedding_base_url=local.base_url,
+            embedding_model="nomic-embed-text",
+            embedding_dimensions=768,
+        )
+        assert settings.missing("model_key") == []
+        models = open_models(settings)
+        try:
+            [vector] = await models.embedder.embed(["Ana likes tea"], "document")
+            reply = [
+                d
+                async for d in models.chat.chat_stream(system="You are kind.", turns=[ChatTurn("user", "hi")])
+            ]
+        finally:
+            await models.aclose()
+        assert len(vector) == 768 and reply
+        assert [r.kind for r in local.requests] == ["embed"]
+        assert "embed" not in {r.kind for r in chat.requests}
