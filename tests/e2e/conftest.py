@@ -21,21 +21,8 @@ def world_database(database: Path | str) -> Iterator[Path | str]:
 
 @pytest.fixture(params=["gemini", "openai"])
 def world_model(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Worlds opened by this test run their bot on this model provider. The OpenAI variant runs on
-    SQLite only: storage is the same code whichever model answers, and the suite's time stays in check."""
+    """Worlds opened by this test run their bot on this model provider (on both backends, like the rest)."""
     world.model = request.param
     yield request.param
     world.model = "gemini"
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The OpenAI variant of a world test is not collected on PostgreSQL (see `world_model`): never
-    generated, rather than skipped."""
-    kept, dropped = [], []
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        on_both = params.get("world_model") == "openai" and params.get("backend") == "postgres"
-        (dropped if on_both else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
