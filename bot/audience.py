@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import discord
 from discord.ext import commands
 
-from bot.memory.models import Fact
 from bot.memory.recall import Audience
 
 log = logging.getLogger(__name__)
@@ -43,6 +42,13 @@ CHANGE_EVENTS = (
 )
 
 Channel = discord.abc.GuildChannel | discord.Thread
+
+
+class Said(Protocol):
+    """What was made from messages (a fact, an episode): the audiences of the places they were said."""
+
+    @property
+    def audience_keys(self) -> frozenset[str] | None: ...
 
 
 def audience_key(channel: Any) -> str:
@@ -146,9 +152,10 @@ class AudienceResolver:
             return False
         return all(can_view(source, m) for m in _representatives(guild, reply, source) if can_view(reply, m))
 
-    def member_can_read(self, guild: discord.Guild, member: discord.Member, fact: Fact) -> bool:
-        """Whether `member` could read every place the fact's words were said (for /facts about others)."""
-        keys = fact.audience_keys
+    def member_can_read(self, guild: discord.Guild, member: discord.Member, said: Said) -> bool:
+        """Whether `member` could read every place a fact's or an episode's words were said (for /facts
+        about others, /memory recap and the admins' lists); never a private thread's."""
+        keys = said.audience_keys
         if keys is None:
             return False
         for key in keys:

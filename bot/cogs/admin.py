@@ -1,14 +1,17 @@
-"""/memory-admin: inspect and purge a member's memories, statistics, the log channel and memory switches.
+"""/memory-admin: inspect and purge a member's memories, the server's community facts and episodes,
+statistics, the log channel and memory switches.
 
 Discord shows these commands only to members with Manage Server; the cog checks it again at run time (and
 in autocomplete), because a server-side override could expose them and they reveal other people's facts.
-Every change is noted in the admin log.
+Community facts and episodes are listed, corrected and forgotten only where the admin can read what they
+were made from. Every action is noted in the admin log, with ids, never texts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, Literal
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 import discord
 from discord import app_commands
@@ -18,19 +21,30 @@ from bot.adminlog import plural
 from bot.client import MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.memory_commands import (
+    MAX_LISTED,
+    NOT_A_CATEGORY,
+    ChannelOption,
+    ConfirmView,
+    EpisodesPager,
     FactsPager,
     display_name,
+    episode_entry,
+    episode_form,
     fact_choices,
+    fact_entry,
+    fact_form,
     forget_all_question,
     forgot_text,
     readable_by,
+    readable_here,
 )
-from bot.memory.models import GuildSettings, guild_scope
+from bot.memory.models import COMMUNITY_ID, Episode, Fact, GuildSettings, guild_scope
 from bot.memory.service import PERSONA_MAX_CHARS
 
+T = TypeVar("T")
 STATUS_MAX_CHARS = 1900  # a status fits one message (2,000 characters) with room to spare
-ChannelOption = app_commands.AppCommandChannel | app_commands.AppCommandThread
-NOT_A_CATEGORY = "Pick a channel or a thread, not a category."
+LOOKUP_SECONDS = 2.0  # a form must open within Discord's 3 seconds: no deferring before it
+BUSY = "The database is busy just now; please try again in a moment."
 
 
 def guild_id(interaction: discord.Interaction) -> int:
@@ -88,6 +102,16 @@ class Admin(commands.Cog, name="admin"):
         description="How the bot presents itself in this server or a channel",
         parent=admin_group,
     )
+    community_group = app_commands.Group(
+        name="community",
+        description="What the bot remembers about the server itself (rules, events, decisions)",
+        parent=admin_group,
+    )
+    episodes_group = app_commands.Group(
+        name="episodes",
+        description="What the bot remembers of the channels' conversations",
+        parent=admin_group,
+    )
 
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
@@ -123,7 +147,7 @@ class Admin(commands.Cog, name="admin"):
             interaction,
             self.bot.memory,
             scope=guild_scope(guild_id(interaction)),
-            subject_id=user.id,
+            subject_id=str(user.id),
             heading=f"What I remember about {name} in this server",
             empty=f"I don't remember anything about {name} in this server.",
             visible=None if user.id == interaction.user.id else readable_by(self.bot, interaction),
@@ -161,6 +185,153 @@ class Admin(commands.Cog, name="admin"):
         if user is None or interaction.guild_id is None or not interaction.permissions.manage_guild:
             return []
         return await fact_choices(self.bot.memory, guild_scope(guild_id(interaction)), user.id, current)
+
+    # ---- community facts and episodes -------------------------------------------------------------------
+
+    async def community_fact(self, interaction: discord.Interaction, fact_id: int) -> Fact | None:
+        """One of the server's active community facts that the admin can read (as listed), else None."""
+        facts = await self.bot.memory.list_facts(
+            guild_scope(guild_id(interaction)), COMMUNITY_ID, limit=MAX_LISTED
+        )
+        readable = readable_here(self.bot, interaction)
+        return next((f for f in facts if f.id == fact_id and readable(f)), None)
+
+    async def episode(self, interaction: discord.Interaction, episode_id: int) -> Episode | None:
+        """One of the server's episodes that the admin can read, else None."""
+        found = await self.bot.memory.episode(guild_scope(guild_id(interaction)), episode_id)
+        return found if found is not None and readable_here(self.bot, interaction)(found) else None
+
+    @community_group.command(name="list", description="The server's community facts, with their ids")
+    async def community_list(self, interaction: discord.Interaction) -> None:
+        self.note(interaction, "looked at the community facts")
+        await FactsPager(
+            interaction,
+            self.bot.memory,
+            scope=guild_scope(guild_id(interaction)),
+            subject_id=COMMUNITY_ID,
+            heading="What I remember about this server",
+            empty="I remember no community facts here that you can read.",
+            visible=readable_here(self.bot, interaction),
+        ).send()
+
+    @community_group.command(name="correct", description="Fix the text of a community fact")
+    @app_commands.describe(fact="The fact's id (see /memory-admin community list)")
+    async def community_correct(
+        self, interaction: discord.Interaction, fact: app_commands.Range[int, 1]
+    ) -> None:
+        def form(found: Fact) -> discord.ui.Modal:
+            return fact_form(
+                self.bot.memory,
+                found,
+                community=True,
+                corrected=lambda fixed: self.note(interaction, f"corrected community fact #{fixed.id}"),
+            )
+
+        await self._open_form(
+            interaction, self.community_fact(interaction, fact), form, no_community_fact(fact)
+        )
+
+    @community_group.command(name="forget", description="Forget a community fact, after a confirmation")
+    @app_commands.describe(fact="The fact's id (see /memory-admin community list)")
+    async def community_forget(
+        self, interaction: discord.Interaction, fact: app_commands.Range[int, 1]
+    ) -> None:
+        scope = guild_scope(guild_id(interaction))
+
+        async def forget() -> str:
+            count = await self.bot.memory.forget(scope, COMMUNITY_ID, [fact], actor=str(interaction.user.id))
+            if not count:
+                return f"Community fact #{fact} was already gone."
+            self.note(interaction, f"forgot community fact #{fact}")
+            return forgot_text(count, fact)
+
+        found = self.community_fact(interaction, fact)
+        await self._ask_to_forget(interaction, found, fact_entry, forget, no_community_fact(fact))
+
+    @episodes_group.command(name="list", description="What the channels talked about, newest first, with ids")
+    async def episodes_list(self, interaction: discord.Interaction) -> None:
+        self.note(interaction, "looked at the episodes")
+        await EpisodesPager(
+            interaction,
+            self.bot.memory,
+            name="episodes",
+            scope=guild_scope(guild_id(interaction)),
+            visible=readable_here(self.bot, interaction),
+            heading="What the channels talked about",
+            empty="I remember no conversation here in the channels you can read.",
+            with_ids=True,
+        ).send()
+
+    @episodes_group.command(name="correct", description="Fix the summary of an episode")
+    @app_commands.describe(episode="The episode's id (see /memory-admin episodes list)")
+    async def episodes_correct(
+        self, interaction: discord.Interaction, episode: app_commands.Range[int, 1]
+    ) -> None:
+        def form(found: Episode) -> discord.ui.Modal:
+            return episode_form(
+                self.bot.memory,
+                found,
+                corrected=lambda fixed: self.note(interaction, f"corrected episode #{fixed.id}"),
+            )
+
+        await self._open_form(interaction, self.episode(interaction, episode), form, no_episode(episode))
+
+    @episodes_group.command(name="forget", description="Forget an episode, after a confirmation")
+    @app_commands.describe(episode="The episode's id (see /memory-admin episodes list)")
+    async def episodes_forget(
+        self, interaction: discord.Interaction, episode: app_commands.Range[int, 1]
+    ) -> None:
+        scope = guild_scope(guild_id(interaction))
+
+        async def forget() -> str:
+            if not await self.bot.memory.forget_episode(scope, episode, actor=str(interaction.user.id)):
+                return f"Episode #{episode} was already gone."
+            self.note(interaction, f"forgot episode #{episode}")
+            return f"Forgot episode #{episode}."
+
+        def shown(found: Episode) -> str:
+            return episode_entry(found, with_id=True)
+
+        found = self.episode(interaction, episode)
+        await self._ask_to_forget(interaction, found, shown, forget, no_episode(episode))
+
+    async def _open_form(
+        self,
+        interaction: discord.Interaction,
+        lookup: Awaitable[T | None],
+        form: Callable[[T], discord.ui.Modal],
+        missing: str,
+    ) -> None:
+        """Open a correction form on what `lookup` finds. A form must be the first answer, within
+        Discord's 3 seconds (it cannot follow a deferral): a slower database gets a "try again"."""
+        try:
+            found = await asyncio.wait_for(lookup, LOOKUP_SECONDS)
+        except TimeoutError:
+            await interaction.response.send_message(BUSY, ephemeral=True)
+            return
+        if found is None:
+            await interaction.response.send_message(missing, ephemeral=True)
+        else:
+            await interaction.response.send_modal(form(found))
+
+    async def _ask_to_forget(
+        self,
+        interaction: discord.Interaction,
+        lookup: Awaitable[T | None],
+        shown: Callable[[T], str],
+        forget: Callable[[], Awaitable[str]],
+        missing: str,
+    ) -> None:
+        """Show what `lookup` finds and ask to forget it (Forget/Cancel); `forget` runs on Forget."""
+
+        async def ask() -> Reply:
+            found = await lookup
+            if found is None:
+                return Reply(missing)
+            question = f"Forget this? This can't be undone.\n{shown(found)}"
+            return Reply(question, ConfirmView(interaction, forget, confirm_label="Forget"))
+
+        await answer(interaction, ask())
 
     @admin_group.command(name="stats", description="Memory statistics for this server")
     async def stats(self, interaction: discord.Interaction) -> None:
@@ -262,6 +433,30 @@ class Admin(commands.Cog, name="admin"):
             "yet are dropped. What I already know stays (use /memory-admin forget to remove it).",
         )
 
+    @admin_group.command(
+        name="forget-server", description="Forget everything learned in this server, after a confirmation"
+    )
+    async def forget_server(self, interaction: discord.Interaction) -> None:
+        scope = guild_scope(guild_id(interaction))
+
+        async def forget() -> str:
+            facts, episodes = await self.bot.memory.forget_server(scope, actor=str(interaction.user.id))
+            self.note(interaction, "forgot everything learned in this server")
+            return (
+                f"Forgot everything learned in this server: {plural(facts, 'fact')} (people's and the "
+                f"community's) and {plural(episodes, 'episode')}, and what was waiting to be learned."
+            )
+
+        async def ask() -> Reply:
+            question = (
+                "Forget everything learned in this server: every member's facts, the community facts and "
+                "the episodes, and what is waiting to be learned? This can't be undone. Opt-outs and "
+                "settings stay."
+            )
+            return Reply(question, ConfirmView(interaction, forget, confirm_label="Forget all"))
+
+        await answer(interaction, ask())
+
     @admin_group.command(name="others-visible", description="Whether members may see each other's facts")
     @app_commands.describe(state="on: members can use /facts on each other; off: only their own")
     async def others_visible(self, interaction: discord.Interaction, state: Literal["on", "off"]) -> None:
@@ -322,6 +517,14 @@ class Admin(commands.Cog, name="admin"):
         await interaction.response.send_message(
             format_status(settings, self.bot.settings.bot_persona), ephemeral=True
         )
+
+
+def no_community_fact(fact_id: int) -> str:
+    return f"No community fact #{fact_id} here that you can read."
+
+
+def no_episode(episode_id: int) -> str:
+    return f"No episode #{episode_id} here that you can read."
 
 
 def format_status(settings: GuildSettings, default_persona: str) -> str:

@@ -1,7 +1,8 @@
-"""People's own memory commands: /facts, /forget and /memory (opt-out, opt-in, status).
+"""People's own memory commands: /facts, /forget and /memory (opt-out, opt-in, status, export, recap).
 
 Every answer is ephemeral, and buttons answer only the person who ran the command. The views here are
-reused by the admin cog. Custom ids are stable ("facts:prev", "forget:confirm", ...) so tests can press them.
+reused by the admin cog. Custom ids are stable ("facts:prev", "recap:next", "forget:confirm", ...) so
+tests can press them.
 """
 
 from __future__ import annotations
@@ -9,20 +10,26 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.adminlog import plural
+from bot.audience import Said
 from bot.client import RESTARTING, MemoryBot
 from bot.cogs.answers import Reply, answer
 from bot.cogs.errors import report_error
 from bot.discord_text import speaker_name
+from bot.memory.community import MAX_SUMMARY_CHARS
 from bot.memory.models import (
+    COMMUNITY_ID,
+    COMMUNITY_NAME,
     MAX_FACT_CHARS,
+    Episode,
     Fact,
     Source,
     guild_id_of,
@@ -33,22 +40,40 @@ from bot.memory.models import (
 )
 from bot.memory.portable import fact_record
 from bot.memory.service import MemoryService
+from bot.memory.timespan import time_span
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+ChannelOption = app_commands.AppCommandChannel | app_commands.AppCommandThread
+
 PAGE_SIZE = 10
+EPISODES_PER_PAGE = 5
 PAGE_CHARS = 1_800  # a page's facts, leaving room in Discord's 2,000 characters for heading and footer
 CHOICE_NAME_CHARS = 100
 PAGER_TIMEOUT_SECONDS = 300.0
 CONFIRM_TIMEOUT_SECONDS = 60.0
 OPTOUT_TIMEOUT_SECONDS = 120.0
-MAX_LISTED = 1_000  # facts read for one listing; a person has far fewer
+MAX_LISTED = 1_000  # facts or episodes read for one listing; a person has far fewer facts
+RECAP_DAYS = 7  # what /memory recap covers when not told since when
 
 NOT_YOURS = "These buttons are not yours."
 REFUSE_OTHERS_GUILD = "You can only see your own facts here; seeing someone else's needs Manage Server."
 REFUSE_OTHERS_DM = "In DMs I can only show your own facts."
 NOTHING_FORGOTTEN = "Nothing was forgotten."
 NOTHING_FORGOTTEN_TIMEOUT = "Nothing was forgotten (timed out)."
+NOT_A_CATEGORY = "Pick a channel or a thread, not a category."
+RECAP_IN_DMS = (
+    "There is nothing to recap in DMs: I keep what a server's channels talked about, not our chats."
+)
+RECAP_COMMUNITY_OFF = (
+    "I don't keep recaps of what channels talk about (community memory is off for this bot)."
+)
+RECAP_MEMORY_OFF = "Memory is off in this server, so I keep no recap of what was discussed here."
+UNKNOWN_SINCE = (
+    "I can't tell when “{since}” is: try yesterday, this week, last week, last month, "
+    "in October or 3 days ago."
+)
 
 
 # ---- pure helpers ------------------------------------------------------------------------------------------
@@ -92,29 +117,58 @@ def fact_entry(fact: Fact) -> str:
     return f"#{fact.id} · {fact.recorded_at[:10]} · {' '.join(fact.text.split())}\n   ↳ {where_learned(fact)}"
 
 
-def paginate(facts: list[Fact], *, per_page: int = PAGE_SIZE, chars: int = PAGE_CHARS) -> list[list[Fact]]:
-    """Facts in pages of at most `per_page` that fit in one message, whole texts and all."""
-    pages: list[list[Fact]] = [[]]
+def paginate(
+    items: Sequence[T], entry: Callable[[T], str], *, per_page: int = PAGE_SIZE, chars: int = PAGE_CHARS
+) -> list[list[T]]:
+    """Items in pages of at most `per_page` whose entries fit in one message, every entry whole."""
+    pages: list[list[T]] = [[]]
     size = 0
-    for fact in facts:
-        entry = len(fact_entry(fact)) + 1
-        if pages[-1] and (len(pages[-1]) >= per_page or size + entry > chars):
+    for item in items:
+        length = len(entry(item)) + 1
+        if pages[-1] and (len(pages[-1]) >= per_page or size + length > chars):
             pages.append([])
             size = 0
-        pages[-1].append(fact)
-        size += entry
+        pages[-1].append(item)
+        size += length
     return pages
 
 
-def format_facts_page(heading: str, facts: list[Fact], page: int, pages: int, total: int) -> str:
-    """One page of facts (page is 0-based) with a 'Page 1/3 · 27 facts' footer."""
-    lines = [
-        f"**{heading}**",
-        *(fact_entry(f) for f in facts),
-        "",
-        f"Page {page + 1}/{pages} · {plural(total, 'fact')}",
-    ]
-    return "\n".join(lines)
+def format_page(heading: str, entries: list[str], page: int, pages: int, total: str) -> str:
+    """One page (page is 0-based) with a 'Page 1/3 · 27 facts' footer; `total` counts what is listed."""
+    return "\n".join([f"**{heading}**", *entries, "", f"Page {page + 1}/{pages} · {total}"])
+
+
+def discord_time(moment: str, style: str = "f") -> str:
+    """A stored ISO time as Discord's timestamp markup, which each reader sees in their own time zone."""
+    return f"<t:{int(datetime.fromisoformat(moment).timestamp())}:{style}>"
+
+
+def episode_link(episode: Episode) -> str | None:
+    """A link to the message an episode began with: its oldest source, the smallest Discord id."""
+    guild = guild_id_of(episode.scope)
+    ids = [int(m) for m in episode.source_message_ids if is_discord_id(m)]
+    if guild is None or not ids:
+        return None
+    return f"https://discord.com/channels/{guild}/{episode.origin.channel_id}/{min(ids)}"
+
+
+def episode_entry(episode: Episode, *, with_id: bool = False) -> str:
+    """'<#12> · <when it began> · [where it began](link)' (with the id first for admins) and, below it,
+    the whole summary."""
+    head = [f"#{episode.id}"] if with_id else []
+    head += [f"<#{episode.origin.channel_id}>", discord_time(episode.started_at)]
+    if (link := episode_link(episode)) is not None:
+        head.append(f"[where it began]({link})")
+    return " · ".join(head) + "\n" + episode.summary.strip()
+
+
+def recap_start(since: str | None, now: datetime) -> datetime | None:
+    """Where a recap starts: the beginning of the span `since` names ("yesterday", "last week",
+    "October", "3 days ago"), or RECAP_DAYS ago; None when it names none."""
+    if since is None:
+        return now - timedelta(days=RECAP_DAYS)
+    span = time_span(f"since {since}", now)  # "since" lets a bare month ("October") name its span
+    return None if span is None else span[0]
 
 
 def choice_name(fact: Fact) -> str:
@@ -138,6 +192,16 @@ def readable_by(bot: MemoryBot, interaction: discord.Interaction) -> Callable[[F
     if guild is None or not isinstance(member, discord.Member):
         return lambda fact: False
     return lambda fact: not fact.sensitive and bot.audience.member_can_read(guild, member, fact)
+
+
+def readable_here(bot: MemoryBot, interaction: discord.Interaction) -> Callable[[Said], bool]:
+    """Whether the caller can read, now, where an episode or a community fact was said: every such place,
+    or the very channel they ask in (a private thread's own episodes, to those who can ask there)."""
+    guild, member = interaction.guild, interaction.user
+    if guild is None or not isinstance(member, discord.Member):
+        return lambda said: False
+    here = frozenset({str(interaction.channel_id)})
+    return lambda said: said.audience_keys == here or bot.audience.member_can_read(guild, member, said)
 
 
 def display_name(user: discord.abc.User) -> str:
@@ -189,45 +253,55 @@ class OwnedView(OwnerOnlyView):
         await self.edit_origin(view=self)
 
 
-class FactsPager(OwnedView):
-    """First/Previous/Next/Last through a person's facts, with where each was learned; each press
-    re-reads, so forgotten facts disappear. Your own facts get a Correct menu.
+class Pager(OwnedView, Generic[T]):
+    """First/Previous/Next/Last through a listing that each press reads again (so what was forgotten
+    meanwhile disappears), on pages that fit one message with every entry whole. Subclasses say what is
+    listed (`items`), how (`entry`) and what else the page offers (`extras`); `name` prefixes the
+    buttons' custom ids ("facts:next")."""
 
-    `visible` keeps only the facts the caller may see (someone else's facts only where the caller could
-    read what was said); None shows them all.
-    """
+    noun = "fact"
+    per_page = PAGE_SIZE
 
     def __init__(
         self,
         origin: discord.Interaction,
-        memory: MemoryService,
         *,
-        scope: str,
-        subject_id: int,
+        name: str,
         heading: str,
         empty: str,
-        visible: Callable[[Fact], bool] | None = None,
         timeout: float | None = None,
     ) -> None:
         # Read at call time (not as a default value) so operators and tests can change the module constant.
         super().__init__(origin, timeout=timeout if timeout is not None else PAGER_TIMEOUT_SECONDS)
-        self.memory = memory
-        self.scope = scope
-        self.subject_id = subject_id
         self.heading = heading
         self.empty = empty
-        self.visible = visible
-        self.correctable = subject_id == origin.user.id
         self.page = 0
         self.pages = 1
-        self.shown: list[Fact] = []
+        self.shown: list[T] = []
+        self._extras: list[discord.ui.Item[Any]] = []
+        for button, action in (
+            (self.first_page, "first"),
+            (self.previous_page, "prev"),
+            (self.next_page, "next"),
+            (self.last_page, "last"),
+        ):
+            button.custom_id = f"{name}:{action}"
+
+    async def items(self) -> list[T]:
+        """Everything listed, in order (read again at each press)."""
+        raise NotImplementedError
+
+    def entry(self, item: T) -> str:
+        raise NotImplementedError
+
+    def extras(self) -> list[discord.ui.Item[Any]]:
+        """Controls for the page shown besides the page buttons (none by default)."""
+        return []
 
     async def render(self) -> str:
         """The current page's text; clamps the page and sets which controls are usable."""
-        facts = await self.memory.list_facts(self.scope, str(self.subject_id), limit=MAX_LISTED)
-        if self.visible is not None:
-            facts = [f for f in facts if self.visible(f)]
-        pages = paginate(facts)
+        items = await self.items()
+        pages = paginate(items, self.entry, per_page=self.per_page)
         self.pages = len(pages)
         self.page = max(0, min(self.page, self.pages - 1))
         self.shown = pages[self.page]
@@ -238,16 +312,15 @@ class FactsPager(OwnedView):
             (self.last_page, self.page >= self.pages - 1),
         ):
             button.disabled = disabled
-        self._offer_corrections()
-        if not facts:
-            return self.empty
-        return format_facts_page(self.heading, self.shown, self.page, self.pages, len(facts))
-
-    def _offer_corrections(self) -> None:
-        for item in [c for c in self.children if isinstance(c, CorrectMenu)]:
+        for item in self._extras:
             self.remove_item(item)
-        if self.correctable and self.shown:
-            self.add_item(CorrectMenu(self, self.shown))
+        self._extras = self.extras()
+        for item in self._extras:
+            self.add_item(item)
+        if not items:
+            return self.empty
+        entries = [self.entry(item) for item in self.shown]
+        return format_page(self.heading, entries, self.page, self.pages, plural(len(items), self.noun))
 
     async def send(self) -> None:
         """Answer the command with the first page; buttons only when there is more than one page."""
@@ -255,8 +328,8 @@ class FactsPager(OwnedView):
 
     async def _first_page(self) -> Reply:
         content = await self.render()
-        if self.pages > 1 or (self.correctable and self.shown):
-            if self.pages == 1:  # nothing to page through: only the Correct menu
+        if self.pages > 1 or self._extras:
+            if self.pages == 1:  # nothing to page through: only the extras
                 for button in (self.first_page, self.previous_page, self.next_page, self.last_page):
                     self.remove_item(button)
             return Reply(content, self)
@@ -289,6 +362,84 @@ class FactsPager(OwnedView):
         await self._turn(interaction, MAX_LISTED)
 
 
+class FactsPager(Pager[Fact]):
+    """A person's facts (or the server's community facts) with where each was learned; your own facts
+    get a Correct menu.
+
+    `visible` keeps only the facts the caller may see (someone else's facts only where the caller could
+    read what was said); None shows them all.
+    """
+
+    def __init__(
+        self,
+        origin: discord.Interaction,
+        memory: MemoryService,
+        *,
+        scope: str,
+        subject_id: str,
+        heading: str,
+        empty: str,
+        visible: Callable[[Fact], bool] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(origin, name="facts", heading=heading, empty=empty, timeout=timeout)
+        self.memory = memory
+        self.scope = scope
+        self.subject_id = subject_id
+        self.visible = visible
+        self.correctable = subject_id == str(origin.user.id)
+
+    async def items(self) -> list[Fact]:
+        facts = await self.memory.list_facts(self.scope, self.subject_id, limit=MAX_LISTED)
+        return facts if self.visible is None else [f for f in facts if self.visible(f)]
+
+    def entry(self, item: Fact) -> str:
+        return fact_entry(item)
+
+    def extras(self) -> list[discord.ui.Item[Any]]:
+        return [CorrectMenu(self, self.shown)] if self.correctable and self.shown else []
+
+
+class EpisodesPager(Pager[Episode]):
+    """A server's episodes, newest first, each summary whole with a link to where it began: those of
+    one channel (and its threads) when `channel_id` is given, ending after `since`, and `visible` to the
+    caller; with their ids for admins."""
+
+    noun = "episode"
+    per_page = EPISODES_PER_PAGE
+
+    def __init__(
+        self,
+        origin: discord.Interaction,
+        memory: MemoryService,
+        *,
+        name: str,
+        scope: str,
+        visible: Callable[[Episode], bool],
+        heading: str,
+        empty: str,
+        channel_id: str | None = None,
+        since: str | None = None,
+        with_ids: bool = False,
+    ) -> None:
+        super().__init__(origin, name=name, heading=heading, empty=empty)
+        self.memory = memory
+        self.scope = scope
+        self.visible = visible
+        self.channel_ids = None if channel_id is None else [channel_id]
+        self.since = since
+        self.with_ids = with_ids
+
+    async def items(self) -> list[Episode]:
+        episodes = await self.memory.list_episodes(
+            self.scope, channel_ids=self.channel_ids, since=self.since, limit=MAX_LISTED
+        )
+        return [e for e in episodes if self.visible(e)]
+
+    def entry(self, item: Episode) -> str:
+        return episode_entry(item, with_id=self.with_ids)
+
+
 class CorrectMenu(discord.ui.Select[FactsPager]):
     """Pick one of your facts on this page to fix its text."""
 
@@ -305,42 +456,98 @@ class CorrectMenu(discord.ui.Select[FactsPager]):
         if fact is None:
             await interaction.response.send_message("That fact is no longer on this page.", ephemeral=True)
             return
-        await interaction.response.send_modal(CorrectFact(self.pager.memory, fact))
+        await interaction.response.send_modal(fact_form(self.pager.memory, fact))
 
 
-class CorrectFact(discord.ui.Modal, title="Correct a fact"):
-    """The fact's text, to edit; on submit it is replaced, re-embedded, and the old text is gone."""
+class CorrectText(discord.ui.Modal):
+    """A text to edit, prefilled; on submit `apply` replaces it (the old words leave no trace) and its
+    answer is shown, or why nothing was changed when it refuses the text (ValueError)."""
 
-    def __init__(self, memory: MemoryService, fact: Fact) -> None:
-        super().__init__(custom_id="correct:modal")
-        self.memory = memory
-        self.fact = fact
-        self.text: discord.ui.TextInput[CorrectFact] = discord.ui.TextInput(
-            label=f"Fact #{fact.id}",
+    def __init__(
+        self,
+        *,
+        title: str,
+        label: str,
+        text: str,
+        max_length: int,
+        apply: Callable[[discord.Interaction, str], Awaitable[str]],
+    ) -> None:
+        super().__init__(title=title, custom_id="correct:modal")
+        self.apply = apply
+        self.text: discord.ui.TextInput[CorrectText] = discord.ui.TextInput(
+            label=label,
             custom_id="correct:text",
             style=discord.TextStyle.paragraph,
-            default=fact.text,
-            max_length=MAX_FACT_CHARS,
+            default=text,
+            max_length=max_length,
         )
         self.add_item(self.text)
 
     async def on_submit(self, interaction: discord.Interaction, /) -> None:
         async def correct() -> Reply:
-            name = speaker_name(interaction.user)
             try:
-                fixed = await self.memory.correct_fact(
-                    self.fact.scope, str(interaction.user.id), name, self.fact.id, self.text.value
-                )
-            except ValueError as exc:  # empty, or longer than a fact may be
+                return Reply(await self.apply(interaction, self.text.value))
+            except ValueError as exc:  # empty, or longer than it may be
                 return Reply(f"{str(exc).capitalize()}; nothing was changed.")
-            if fixed is None:
-                return Reply(f"Fact #{self.fact.id} is no longer one of yours here; nothing was changed.")
-            return Reply(f"Corrected #{fixed.id}: {fixed.text}")
 
         await answer(interaction, correct())
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:  # type: ignore[override]  # a modal's errors come without an item
         await report_error(interaction, error)
+
+
+def fact_form(
+    memory: MemoryService,
+    fact: Fact,
+    *,
+    community: bool = False,
+    corrected: Callable[[Fact], None] | None = None,
+) -> CorrectText:
+    """The form that corrects one of the submitter's own facts, or (`community`) a community fact;
+    `corrected` hears of each correction made."""
+
+    async def correct(interaction: discord.Interaction, text: str) -> str:
+        owner, name = (
+            (COMMUNITY_ID, COMMUNITY_NAME)
+            if community
+            else (str(interaction.user.id), speaker_name(interaction.user))
+        )
+        fixed = await memory.correct_fact(fact.scope, owner, name, fact.id, text)
+        if fixed is None:
+            whose = "a community fact" if community else "one of yours"
+            return f"Fact #{fact.id} is no longer {whose} here; nothing was changed."
+        if corrected is not None:
+            corrected(fixed)
+        return f"Corrected #{fixed.id}: {fixed.text}"
+
+    return CorrectText(
+        title="Correct a fact",
+        label=f"Fact #{fact.id}",
+        text=fact.text,
+        max_length=MAX_FACT_CHARS,
+        apply=correct,
+    )
+
+
+def episode_form(
+    memory: MemoryService, episode: Episode, *, corrected: Callable[[Episode], None]
+) -> CorrectText:
+    """The form that corrects an episode's summary (an admin's); `corrected` hears of the correction."""
+
+    async def correct(interaction: discord.Interaction, text: str) -> str:
+        fixed = await memory.correct_episode(episode.scope, episode.id, text, actor=str(interaction.user.id))
+        if fixed is None:
+            return f"Episode #{episode.id} is no longer here; nothing was changed."
+        corrected(fixed)
+        return f"Corrected episode #{fixed.id}:\n{fixed.summary}"
+
+    return CorrectText(
+        title="Correct an episode",
+        label=f"Episode #{episode.id}",
+        text=episode.summary,
+        max_length=MAX_SUMMARY_CHARS,
+        apply=correct,
+    )
 
 
 class ConfirmView(OwnedView):
@@ -447,7 +654,9 @@ class MemoryCommands(commands.Cog, name="memory"):
     forget_group = app_commands.Group(
         name="forget", description="Make me forget what I remember about you here"
     )
-    memory_group = app_commands.Group(name="memory", description="Whether I remember what you say here")
+    memory_group = app_commands.Group(
+        name="memory", description="Whether I remember what you say here, and what was discussed"
+    )
 
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
@@ -481,7 +690,7 @@ class MemoryCommands(commands.Cog, name="memory"):
             interaction,
             self.bot.memory,
             scope=guild_scope(interaction.guild_id),
-            subject_id=subject.id,
+            subject_id=str(subject.id),
             heading=f"What I remember about {name} here",
             empty=f"I don't remember anything about {name} here yet.",
             visible=None if own else readable_by(self.bot, interaction),
@@ -595,6 +804,50 @@ class MemoryCommands(commands.Cog, name="memory"):
             file=discord.File(io.BytesIO(data), filename=f"memory-{scope.replace(':', '-')}-{user_id}.json"),
             ephemeral=True,
         )
+
+    @memory_group.command(name="recap", description="What was discussed, in the channels you can read")
+    @app_commands.describe(
+        channel="Only this channel (and its threads); leave empty for every channel you can read",
+        since="From when: yesterday, this week, last week, October, 3 days ago (default: the last 7 days)",
+    )
+    async def recap(
+        self,
+        interaction: discord.Interaction,
+        channel: ChannelOption | None = None,
+        since: app_commands.Range[str, 1, 100] | None = None,
+    ) -> None:
+        refusal = self._no_recap(interaction, channel)
+        start = recap_start(since, utcnow())
+        if refusal is None and start is None:
+            refusal = UNKNOWN_SINCE.format(since=discord.utils.escape_markdown(since or ""))
+        if refusal is not None or start is None:
+            await interaction.response.send_message(refusal, ephemeral=True)
+            return
+        where = "" if channel is None else f" in {channel.mention}"
+        when = discord_time(iso(start), "D")
+        await EpisodesPager(
+            interaction,
+            self.bot.memory,
+            name="recap",
+            scope=guild_scope(interaction.guild_id),
+            visible=readable_here(self.bot, interaction),
+            heading=f"What was discussed{where} since {when}",
+            empty=f"I remember no conversation{where} since {when} in the channels you can read.",
+            channel_id=None if channel is None else str(channel.id),
+            since=iso(start),
+        ).send()
+
+    def _no_recap(self, interaction: discord.Interaction, channel: ChannelOption | None) -> str | None:
+        """Why there is no recap to show here, if there is none."""
+        if interaction.guild_id is None:
+            return RECAP_IN_DMS
+        if not self.bot.memory.policy.community:
+            return RECAP_COMMUNITY_OFF
+        if not self.bot.memory.guild(str(interaction.guild_id)).memory_enabled:
+            return RECAP_MEMORY_OFF
+        if channel is not None and channel.type is discord.ChannelType.category:
+            return NOT_A_CATEGORY
+        return None
 
     @memory_group.command(
         name="status", description="What I remember about you here, and whether I'm remembering"

@@ -656,8 +656,9 @@ def _strip_fences(text: str) -> str:
 
 
 def _bare_list_as(schema: type[T], text: str) -> T | None:
-    """`[...]` read as `{"facts": [...]}` when the schema has that one list field; None when it does not fit."""
-    fields = list(schema.model_fields.items())
+    """`[...]` read as `{"facts": [...]}` when the schema's one required field is that list (the others
+    having defaults); None when it does not fit."""
+    fields = [(name, f) for name, f in schema.model_fields.items() if f.is_required()]
     if len(fields) != 1 or not str(fields[0][1].annotation).startswith("list["):
         return None
     try:

@@ -7,7 +7,9 @@ The model proposes, the bot decides, and what is made from messages follows them
   person's facts are theirs, with their own rules), or is a question;
 - an episode's point is kept only when most of its words were said in its own channel by a person, so
   no point carries another channel's words or the bot's; a sensitive point is left out, and so is one
-  that repeats what the same answer marked sensitive anywhere else;
+  that repeats what the same answer marked sensitive anywhere else, or that is mostly a person's own
+  fact (what people say of themselves stays in their facts, under their rules: /facts, the mention
+  rule, forget);
 - an episode's sources are every human message of its channel in the chunk (its participants being
   their authors): deleting any of them, or any of its authors erasing what they said, removes it.
 Servers only: DMs and the terminal keep people's own facts, never a shared memory of conversations.
@@ -80,8 +82,9 @@ def accept_community(
     ]
     flagged += [p.text for e in result.episodes for p in e.points if p.sensitive]
     marked = [words for text in flagged if (words := stems(text) - names)]
+    personal = [words for f in result.facts if (words := stems(f.text) - names)]
     reading.facts = _community_facts(result, chunk, local_ids, said, marked, about_speaker)
-    reading.episodes = _episodes(result, chunk, said, marked)
+    reading.episodes = _episodes(result, chunk, said, marked, personal, names)
     return reading
 
 
@@ -89,6 +92,12 @@ def _touches(words: set[str], marked: list[set[str]]) -> bool:
     """Whether `words` hold most of what the answer marked sensitive anywhere (names aside): "Bob has
     diabetes, bring sugar-free snacks" repeats the sensitive "bob has diabetes"."""
     return any(len(words & m) >= SENSITIVE_SHARE * len(m) for m in marked)
+
+
+def _restates(words: set[str], personal: list[set[str]]) -> bool:
+    """Whether a point is mostly one of the people's own facts: those stay theirs (seen with /facts,
+    recalled with their rules), so an episode holds what was discussed, not who said what of themselves."""
+    return any(len(words & p) >= SENSITIVE_SHARE * max(len(p), len(words)) for p in personal)
 
 
 def _support(words: set[str], texts: list[str]) -> float:
@@ -136,7 +145,12 @@ def _community_facts(
 
 
 def _episodes(
-    result: ExtractionResult, chunk: list[BufferedMessage], said: dict[str, str], marked: list[set[str]]
+    result: ExtractionResult,
+    chunk: list[BufferedMessage],
+    said: dict[str, str],
+    marked: list[set[str]],
+    personal: list[set[str]],
+    names: set[str],
 ) -> list[NewEpisode]:
     channels = chunk_channels(chunk)
     points: dict[str, list[str]] = {}
@@ -155,6 +169,8 @@ def _episodes(
                 continue
             if _touches(words, marked) or _support(words, own) < POINT_SHARE:
                 log.info("left a point out of an episode: sensitive, or not said in its channel")
+                continue
+            if _restates(words - names, personal):
                 continue
             kept.append(text)
     episodes = []

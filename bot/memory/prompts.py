@@ -246,7 +246,8 @@ COMMUNITY_RULES = """Then, for the community as a whole:
   ids of the messages that state or decide it. Never a secret (password, token), never sensitive.
 - episodes: for each channel, what its conversation was about, as a few short points: topics,
   decisions, plans with their dates, questions left open, links shared. sources: the ids each point
-  comes from. Leave out sensitive details and secrets; skip small talk."""
+  comes from. Not what people say about themselves (that goes in facts); leave out sensitive details
+  and secrets; skip small talk."""
 
 
 def extract_system(*, community: bool) -> str:

@@ -264,6 +264,28 @@ def gather_episodes(
     return [e for e, _ in store.episodes_near(scope, vector, pool, max_distance=max_distance)]
 
 
+def gather_recall(
+    store: Storage,
+    scope: str,
+    user_ids: list[str],
+    vector: list[float] | None,
+    query: str,
+    span: Span | None,
+    *,
+    max_distance: float,
+    pool: int,
+    names: dict[str, str],
+    episodes: bool,
+) -> tuple[dict[str, Hits], list[Episode]]:
+    """Runs on the store's thread: everyone's hits and (`episodes`) the episodes, in one hop."""
+    hits = gather_hits(
+        store, scope, user_ids, vector, query, max_distance=max_distance, pool=pool, names=names
+    )
+    if not episodes:
+        return hits, []
+    return hits, gather_episodes(store, scope, vector, span, max_distance=max_distance, pool=pool)
+
+
 def fuse_allowed(
     hits: Hits, audience: Audience, limit: int, keyword_weight: float = KEYWORD_WEIGHT
 ) -> list[ScoredFact]:
@@ -354,29 +376,25 @@ class Recaller:
         if context:
             query = f"{query}\n{context}".strip()
         owners = [p.user_id for p in people] + ([COMMUNITY_ID] if community else [])
-        hits = await self.store.call(
-            gather_hits,
+        hits, found = await self.store.call(
+            gather_recall,
             scope,
             owners,
             vector,
             query,
+            span if community else None,
             max_distance=self.max_distance,
             pool=max(self.pool, limit or 0),
             names={p.user_id: p.name for p in people},
-        )
-        found = (
-            await self.store.call(
-                gather_episodes, scope, vector, span, max_distance=self.max_distance, pool=self.pool
-            )
-            if community
-            else []
+            episodes=community,
         )
         ranked = {
             uid: fuse_allowed(h, audience, limit or self.facts_per_person, self.keyword_weight)
             for uid, h in hits.items()
         }
-        chosen = within_budget(ranked, self.token_budget - self._episode_share(found, audience))
         episodes = self._episodes_within(found, audience)
+        spent = sum(estimate_tokens(e.summary) + FACT_OVERHEAD_TOKENS for e in episodes)
+        chosen = within_budget(ranked, self.token_budget - spent)
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)
         del self.latencies_ms[:-1000]
@@ -393,10 +411,6 @@ class Recaller:
                 chosen.append(episode)
                 spent += cost
         return chosen
-
-    def _episode_share(self, found: list[Episode], audience: Audience) -> int:
-        episodes = self._episodes_within(found, audience)
-        return sum(estimate_tokens(e.summary) + FACT_OVERHEAD_TOKENS for e in episodes)
 
     async def query_vector(self, message: str, context: str) -> list[float]:
         """One embedding request for the message and its context, blended so the message dominates."""

@@ -719,13 +719,20 @@ class MemoryService:
         """Hard-delete one episode of a server; whether it was there."""
         return await self.store.call(Storage.forget_episode, scope, episode_id, actor=actor)
 
-    async def correct_episode(self, scope: str, episode_id: int, summary: str) -> Episode | None:
+    async def correct_episode(
+        self, scope: str, episode_id: int, summary: str, *, actor: str = "system"
+    ) -> Episode | None:
         """Replace an episode's summary (an admin's correction), re-embedded; the old words leave no trace."""
         summary = clean(summary, len(summary))
         if not worth_reading(summary):
             raise ValueError("the corrected summary is empty")
         [vector] = await self.embedder.embed([summary], "document")
-        return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector)
+        return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector, actor=actor)
+
+    async def episode(self, scope: str, episode_id: int) -> Episode | None:
+        """One episode of this scope (an admin's correction opens on it); None when the scope has none."""
+        found = await self.store.call(Storage.get_episode, episode_id)
+        return found if found is not None and found.scope == scope else None
 
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""
@@ -759,6 +766,14 @@ class MemoryService:
         if count or fact_ids is None:
             self._emit(Forgotten(scope, user_id, count, everything=fact_ids is None, actor=actor or user_id))
         return count
+
+    async def forget_server(self, scope: str, *, actor: str) -> tuple[int, int]:
+        """A server's forget-everything: everyone's facts, the community's, every episode and every
+        buffered message of the scope, for good; (facts, episodes) that went. Opt-outs and settings stay."""
+        await self._settle_queue()  # what was said before the erase is part of "everything"
+        facts, episodes = await self.store.call(Storage.forget_scope, scope, actor=actor)
+        self._emit(Forgotten(scope, COMMUNITY_ID, facts, everything=True, actor=actor))
+        return facts, episodes
 
     async def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""

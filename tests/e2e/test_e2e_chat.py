@@ -90,7 +90,7 @@ async def test_a_mention_in_a_reply_chain_recalls_exactly_the_people_in_it(tmp_p
         [request] = w.chat_requests()
         block = block_of(request)
         assert block is not None
-        people = {u.get("id"): [f.text for f in u] for u in block}
+        people = {u.get("id"): [f.text for f in u] for u in block if u.tag == "user"}
         assert set(people) == {str(w.alice["id"]), str(w.bob["id"]), str(w.carol["id"])}
         assert "alice lives in Lisbon" in people[str(w.alice["id"])]
         assert people[str(w.bob["id"])] == ["bob works as a carpenter"]
@@ -293,7 +293,7 @@ async def test_an_edit_before_the_flush_is_what_gets_learned(tmp_path: Path) -> 
 
 def people_in(request: dict[str, Any]) -> set[str]:
     block = block_of(request)
-    return set() if block is None else {u.get("id", "") for u in block}
+    return set() if block is None else {u.get("id", "") for u in block if u.tag == "user"}
 
 
 async def test_a_mention_brings_in_someones_facts_only_for_who_may_see_them(tmp_path: Path) -> None:

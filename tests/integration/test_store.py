@@ -16,7 +16,7 @@ from bot.storage import EmbeddingMismatchError, Store
 from bot.storage.errors import DatabaseError
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
-from bot.storage.sqlite.schema import MIGRATIONS, _split_sql
+from bot.storage.sqlite.schema import MIGRATIONS
 from bot.storage.sqlite.search import keyword_query, owner_token, vector_blob
 from tests.fakes import DIMS, angled, unit
 
@@ -141,7 +141,7 @@ def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> N
 def test_a_version_1_buffer_survives_the_migration_that_adds_thread_parents(tmp_path: Path) -> None:
     path = tmp_path / "v1.sqlite3"
     conn = connect(path)
-    for statement in _split_sql(MIGRATIONS[0]):
+    for statement in MIGRATIONS[0].statements:
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     conn.execute(
@@ -556,7 +556,7 @@ def test_facts_from_before_provenance_serve_no_channel(tmp_path: Path) -> None:
     path = tmp_path / "v2.sqlite3"
     conn = connect(path)
     for number in (0, 1):
-        for statement in _split_sql(MIGRATIONS[number]):
+        for statement in MIGRATIONS[number].statements:
             conn.execute(statement)
     conn.execute("PRAGMA user_version = 2")
     conn.execute(
@@ -586,8 +586,8 @@ def test_a_fact_id_is_never_handed_out_twice(store: Store) -> None:
 def old_database(path: Path, version: int) -> sqlite3.Connection:
     """A connection to a new SQLite file at schema `version`, for a test to fill before it migrates."""
     conn = connect(path)
-    for script in MIGRATIONS[:version]:
-        for statement in _split_sql(script):
+    for migration in MIGRATIONS[:version]:
+        for statement in migration.statements:
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {version}")
     return conn

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,13 +19,16 @@ from bot.cogs.memory_commands import (
     ConfirmView,
     FactsPager,
     choice_name,
+    episode_entry,
     fact_choices,
+    fact_entry,
     forgot_text,
-    format_facts_page,
+    format_page,
     may_view_facts,
     paginate,
+    recap_start,
 )
-from bot.memory.models import Fact, FactStatus, NewFact, Origin, Source
+from bot.memory.models import Episode, Fact, FactStatus, NewFact, Origin, Source
 from bot.memory.service import MemoryService
 
 SCOPE = "guild:111"
@@ -81,7 +85,13 @@ class FakeInteraction:
 
 @pytest.mark.parametrize(("total", "pages"), [(0, 1), (1, 1), (10, 1), (11, 2), (27, 3)])
 def test_short_facts_come_ten_to_a_page(total: int, pages: int) -> None:
-    assert len(paginate([fact(n, "Alice likes tea") for n in range(total)])) == pages
+    assert len(paginate([fact(n, "Alice likes tea") for n in range(total)], fact_entry)) == pages
+
+
+def format_facts_page(heading: str, facts: list[Fact], page: int, pages: int, total: int) -> str:
+    return format_page(
+        heading, [fact_entry(f) for f in facts], page, pages, f"{total} fact{'s' * (total != 1)}"
+    )
 
 
 def test_a_page_lists_ids_dates_whole_texts_where_learned_and_a_footer() -> None:
@@ -102,12 +112,63 @@ def test_a_page_lists_ids_dates_whole_texts_where_learned_and_a_footer() -> None
 
 def test_long_facts_are_shown_whole_on_pages_that_fit_in_one_message() -> None:
     facts = [fact(10_000 + n, f"fact {n} " + "word " * 98) for n in range(10)]
-    pages = paginate(facts)
+    pages = paginate(facts, fact_entry)
     assert len(pages) > 1 and [f for page in pages for f in page] == facts
     for number, page in enumerate(pages):
         text = format_facts_page("What I remember about " + "N" * 32 + " here", page, number, len(pages), 10)
         assert len(text) <= 2000
         assert all(" ".join(f.text.split()) in text for f in page)  # nothing cut
+
+
+def episode(episode_id: int, summary: str, *sources: str, thread: bool = False) -> Episode:
+    origin = Origin("789", "456") if thread else Origin("456")
+    when = "2024-05-01T10:00:00.000000Z"
+    return Episode(episode_id, SCOPE, origin, summary, when, when, when, ("5",), sources)
+
+
+def test_an_episode_shows_its_channel_when_it_began_a_link_to_its_first_message_and_its_whole_summary() -> (
+    None
+):
+    summary = "- The raid starts at 21:00\n- Bring potions"
+    entry = episode_entry(episode(7, summary, "1200", "999", "1100"))
+    assert entry.splitlines() == [
+        "<#456> · <t:1714557600:f> · [where it began](https://discord.com/channels/111/456/999)",
+        "- The raid starts at 21:00",
+        "- Bring potions",
+    ]
+    in_thread = episode_entry(episode(7, summary, "999", thread=True), with_id=True)
+    assert in_thread.startswith("#7 · <#789> · ") and "/111/789/999)" in in_thread
+    assert "where it began" not in episode_entry(episode(7, summary))  # no source left to link to
+
+
+def test_long_episodes_are_shown_whole_on_pages_that_fit_in_one_message() -> None:
+    episodes = [
+        episode(n, "\n".join(f"- point {n}.{p}" + " word" * 55 for p in range(5)), "9") for n in range(6)
+    ]
+    pages = paginate(episodes, episode_entry, per_page=5)
+    assert len(pages) == 6 and [e for page in pages for e in page] == episodes
+    for number, page in enumerate(pages):
+        text = format_page("What was discussed in <#1234567890123456789> since <t:1714557600:D>",
+                           [episode_entry(e) for e in page], number, len(pages), "6 episodes")  # fmt: skip
+        assert len(text) <= 2000 and page[0].summary in text
+
+
+@pytest.mark.parametrize(
+    ("since", "start"),
+    [
+        (None, "2024-10-09T15:30"),
+        ("yesterday", "2024-10-15T00:00"),
+        ("last week", "2024-10-07T00:00"),
+        ("October", "2024-10-01T00:00"),
+        ("in march", "2024-03-01T00:00"),
+        ("3 days ago", "2024-10-13T00:00"),
+        ("the day the server began", None),
+    ],
+)
+def test_a_recap_starts_where_its_since_says_or_a_week_ago(since: str | None, start: str | None) -> None:
+    now = datetime(2024, 10, 16, 15, 30, tzinfo=UTC)
+    found = recap_start(since, now)
+    assert (found and found.strftime("%Y-%m-%dT%H:%M")) == start
 
 
 def test_choice_names_fit_discords_limit() -> None:
@@ -213,7 +274,7 @@ def pager(service: MemoryService, origin: FakeInteraction) -> FactsPager:
         origin,  # type: ignore[arg-type]
         service,
         scope=SCOPE,
-        subject_id=OWNER,
+        subject_id=str(OWNER),
         heading="What I remember about you here",
         empty="I don't remember anything about you here yet.",
     )

@@ -124,3 +124,26 @@ def test_dms_keep_no_community_memory() -> None:
 def test_an_answer_without_community_parts_is_still_a_good_answer() -> None:
     result = ExtractionResult.model_validate({"facts": []})
     assert result.community == [] and result.episodes == []
+
+
+def test_a_point_that_is_mostly_someones_own_fact_stays_out_of_the_episode() -> None:
+    chunk = [
+        message(1, "11", "I am a marathon runner"),
+        message(2, "12", "Our meetup moves to the marathon finish line in May"),
+    ]
+    reading = accept(
+        chunk,
+        {
+            "facts": [{"speaker": "alice", "text": "alice is a marathon runner", "sources": ["m1"]}],
+            "episodes": [
+                {
+                    "points": [
+                        {"text": "alice: I am a marathon runner"},  # her fact: hers, under her rules
+                        {"text": "The meetup moves to the marathon finish line in May"},
+                    ]
+                }
+            ],
+        },
+    )
+    [episode] = reading.episodes
+    assert episode.summary == "- The meetup moves to the marathon finish line in May"

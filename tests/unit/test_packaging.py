@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
+from fnmatch import fnmatch
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
@@ -38,3 +39,21 @@ def test_the_discord_and_gemini_clients_stop_below_their_next_major_version() ->
         [requirement] = [d for d in DEPENDENCIES if name_of(d) == name]
         next_major = int(version(name).split(".")[0]) + 1
         assert f"<{next_major}" in requirement.replace(" ", ""), requirement
+
+
+def test_every_file_the_bot_reads_from_its_package_is_declared_package_data() -> None:
+    """The migrations' .sql files ship in the wheel only if pyproject.toml names them."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data = [
+        path for path in (ROOT / "bot").rglob("*") if path.is_file() and path.suffix not in {".py", ".pyc"}
+    ]
+    assert data, "the migrations folders hold .sql files"
+    for path in data:
+        package = path.parent
+        while not (package / "__init__.py").exists():
+            package = package.parent
+        name = ".".join(package.relative_to(ROOT).parts)
+        inside = path.relative_to(package).as_posix()
+        assert any(fnmatch(inside, pattern) for pattern in declared.get(name, [])), (
+            f"{path} is not package data"
+        )

@@ -1,0 +1,3 @@
+-- A fact id is never handed out twice. Nothing to do here: on SQLite this rebuilds `facts` with
+-- AUTOINCREMENT, because an INTEGER PRIMARY KEY reuses the highest id once it is deleted; PostgreSQL's
+-- identity columns draw from a sequence, which never hands out a number twice (even after a rollback).

@@ -1,0 +1,84 @@
+"""The two backends' migrations: the same change under the same number, and the same tables and columns
+after each of them (names: the types are each backend's), but for the differences listed here."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from bot.storage.postgres.connection import PostgresDatabase
+from bot.storage.postgres.connection import connect as connect_postgres
+from bot.storage.postgres.schema import MIGRATIONS as POSTGRES_MIGRATIONS
+from bot.storage.postgres.schema import PostgresSchema
+from bot.storage.sql import migrations
+from bot.storage.sqlite.connection import connect as connect_sqlite
+from bot.storage.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
+from bot.storage.sqlite.schema import SqliteSchema
+
+Tables = dict[str, set[str]]
+
+# What one backend has and the other has not, by design. A table or column missing here fails the test.
+ONLY_SQLITE: Tables = {
+    # The keyword index: an FTS5 table keyed by fact id, with the shadow tables FTS5 keeps.
+    "facts_fts": {"text", "owner"},
+    "facts_fts_config": {"k", "v"},
+    "facts_fts_content": {"id", "c0", "c1"},
+    "facts_fts_data": {"id", "block"},
+    "facts_fts_docsize": {"id", "sz"},
+    "facts_fts_idx": {"segid", "term", "pgno"},
+    # AUTOINCREMENT's counters (from 0006; an identity column's sequence on PostgreSQL).
+    "sqlite_sequence": {"name", "seq"},
+}
+ONLY_POSTGRES: Tables = {
+    # The keyword index: a tsvector per active fact.
+    "fact_words": {"fact_id", "scope", "user_id", "words"},
+    # The migrations applied (PRAGMA user_version on SQLite).
+    "schema_version": {"version", "file"},
+}
+
+
+def sqlite_tables(conn: sqlite3.Connection) -> Tables:
+    rows = conn.execute(
+        "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+    ).fetchall()
+    return tables_of(rows)
+
+
+def postgres_tables(db: PostgresDatabase) -> Tables:
+    rows = db.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+    ).fetchall()
+    return tables_of(rows)
+
+
+def tables_of(rows: list[tuple[str, str]]) -> Tables:
+    tables: Tables = {}
+    for table, column in rows:
+        tables.setdefault(table, set()).add(column)
+    return tables
+
+
+def without(tables: Tables, known: Tables) -> Tables:
+    return {table: columns for table, columns in tables.items() if table not in known}
+
+
+def test_each_change_has_the_same_number_and_name_on_both_backends() -> None:
+    assert [m.name for m in SQLITE_MIGRATIONS] == [m.name for m in POSTGRES_MIGRATIONS]
+
+
+def test_both_backends_hold_the_same_tables_and_columns_after_each_migration(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sqlite = connect_sqlite(tmp_path / "parity.sqlite3")
+    postgres = PostgresDatabase(connect_postgres(postgres_url), postgres_url)
+    try:
+        for number in range(1, len(SQLITE_MIGRATIONS) + 1):
+            migrations.migrate(SqliteSchema(sqlite), SQLITE_MIGRATIONS[:number])
+            migrations.migrate(PostgresSchema(postgres), POSTGRES_MIGRATIONS[:number])
+            on_sqlite, on_postgres = sqlite_tables(sqlite), postgres_tables(postgres)
+            assert without(on_sqlite, ONLY_SQLITE) == without(on_postgres, ONLY_POSTGRES), number
+        assert {t: c for t, c in on_sqlite.items() if t in ONLY_SQLITE} == ONLY_SQLITE
+        assert {t: c for t, c in on_postgres.items() if t in ONLY_POSTGRES} == ONLY_POSTGRES
+    finally:
+        sqlite.close()
+        postgres.close()
