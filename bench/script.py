@@ -9,7 +9,7 @@ brain extracts one fact per such statement and consolidates like a careful model
 job INVALIDATES the old fact, a more detailed version MERGES, a repetition is a DUPLICATE, anything else
 is KEPT; a changed decision about the group INVALIDATES the old one. When the extraction prompt asks for
 the community too, it also answers the group's statements as community facts and, per channel, an
-episode of a few points (what was decided, durable news, questions left open), as a model would.
+episode of a few points (what was decided or announced, questions left open), as a model would.
 """
 
 from __future__ import annotations
@@ -241,7 +241,6 @@ _GROUP = re.compile(
 )
 EXCLUSIVE = frozenset({"home", "job", "food", "game night", "the tournament", "the raid"})
 POINTS_PER_EPISODE = 6  # what a careful model writes for a channel's part of a chunk
-STATEMENT_POINTS = 3
 QUESTION_POINTS = 2
 
 
@@ -297,17 +296,16 @@ def extract(payload: dict[str, Any], *, community: bool = False) -> dict[str, An
 
 
 def _points(messages: list[dict[str, Any]], channel: int) -> list[dict[str, Any]]:
-    """A channel's episode as a careful model writes it: what the group decided or announced, a few of
-    the people's news, a couple of questions left open; never the small talk."""
+    """A channel's episode as the prompt asks for it: what the group decided or announced and a couple
+    of questions left open; never the small talk, nor what people say about themselves (their facts)."""
     said = [m for m in messages if m.get("channel", 1) == channel and not m.get("bot")]
 
     def point(m: dict[str, Any]) -> dict[str, Any]:
         return {"text": f"{m['author']}: {m['text'].rstrip('.')}", "sources": [m["id"]]}
 
     group = [point(m) for m in said if group_fact(m["text"])]
-    news = [point(m) for m in said if any(fact_of(m["author"], s) for s in _SENTENCE.findall(m["text"]))]
     asked = list({m["text"]: point(m) for m in said if m["text"].endswith("?")}.values())
-    return (group + news[:STATEMENT_POINTS] + asked[:QUESTION_POINTS])[:POINTS_PER_EPISODE]
+    return (group + asked[:QUESTION_POINTS])[:POINTS_PER_EPISODE]
 
 
 def decide(text: str, candidates: list[dict[str, Any]]) -> dict[str, Any]:
