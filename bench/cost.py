@@ -16,9 +16,12 @@ Then the model's memory lookup (search_memory, `bench/lookup_cost.py`): people a
 other against what the busy run learned, and the report counts the replies that looked things up, their
 lookup rounds, and the chat calls and tokens a reply costs with and without one.
 
-Two paces are run for the bot: "busy" (every flush is a full 50-message chunk, as in a busy channel)
-and "script pace" (a message every 20 s across the three channels on a simulated clock, so quieter
-channels flush when they go quiet for 60 s, as configured by default).
+Paces run for the bot: "busy" (every flush is a full 50-message chunk, as in a busy channel) and
+simulated ones (a message every 5 or 20 s across the three channels on a simulated clock, so quieter
+channels flush when they go quiet, as configured by default). Each pace runs twice: with community
+memory (MEMORY_COMMUNITY, the default: the same extraction call also answers the server's community
+facts and an episode per channel, and the episodes ride in the flush's one embedding request) and
+without it, the people's facts alone, as before community memory.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.consolidate import resolved
 from bot.memory.extract import extract_chunk
-from bot.memory.models import BufferedMessage, Decision, NewFact, Operation
+from bot.memory.models import COMMUNITY_ID, BufferedMessage, Decision, NewFact, Operation
 from bot.memory.ports import Purpose
 from bot.memory.prompts import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
 from bot.memory.service import MemoryService
@@ -50,24 +53,42 @@ DIMENSIONS = 768
 SEED_CANDIDATES = 3
 GENERATE_PURPOSES = ("extract", "consolidate")
 # "busy": every flush a full 50-message chunk; then simulated paces, seconds between messages overall.
-# The last run shows the quiet trigger relaxed (MEMORY_FLUSH_QUIET_SECONDS=600, MAX_AGE=1800).
-BOT_RUNS: tuple[tuple[str, float | None, dict[str, Any]], ...] = (
-    ("bot_busy", None, {}),
-    ("bot_every_5s", 5.0, {}),
-    ("bot_every_20s", 20.0, {}),
+# The last pace shows the quiet trigger relaxed (MEMORY_FLUSH_QUIET_SECONDS=600, MAX_AGE=1800).
+PACES: tuple[tuple[str, str, float | None, dict[str, Any]], ...] = (
+    ("bot_busy", "busy", None, {}),
+    ("bot_every_5s", "1 msg/5 s", 5.0, {}),
+    ("bot_every_20s", "1 msg/20 s", 20.0, {}),
     (
         "bot_every_20s_quiet600",
+        "1 msg/20 s, quiet 600 s",
         20.0,
         {"memory_flush_quiet_seconds": 600, "memory_flush_max_age_seconds": 1800},
     ),
 )
+OFF = "_no_community"  # the key suffix of a run without community memory (people's facts only)
+# Every pace with community memory (the default), then without it (MEMORY_COMMUNITY=false).
+BOT_RUNS: tuple[tuple[str, float | None, dict[str, Any]], ...] = (
+    *((key, pace, overrides) for key, _, pace, overrides in PACES),
+    *((key + OFF, pace, {**overrides, "memory_community": False}) for key, _, pace, overrides in PACES),
+)
 DESIGNS = (
-    ("bot, busy", "bot_busy"),
-    ("bot, 1 msg/5 s", "bot_every_5s"),
-    ("bot, 1 msg/20 s", "bot_every_20s"),
-    ("bot, 1 msg/20 s, quiet 600 s", "bot_every_20s_quiet600"),
+    *((f"bot, {label}", key) for key, label, _, _ in PACES),
     ("seed plan", "seed"),
 )
+ROWS = (
+    ("generate", "requests", "generate calls"),
+    ("extract", "requests", "  extraction calls"),
+    ("consolidate", "requests", "  consolidation / decision calls"),
+    ("embed", "requests", "embedding requests"),
+    ("embed", "texts", "  texts embedded"),
+    ("extract", "prompt_tokens", "extraction prompt tokens"),
+    ("extract", "output_tokens", "extraction output tokens"),
+    ("consolidate", "prompt_tokens", "consolidation prompt tokens"),
+    ("consolidate", "output_tokens", "consolidation output tokens"),
+    ("embed", "prompt_tokens", "embedding input tokens"),
+)
+TOKEN_KINDS = ("prompt_tokens", "output_tokens")
+BUSY_BUDGET = {"generate": 5.0, "embed": 2.0}  # per 100 messages in a busy channel (issue 21)
 
 
 def _remove(path: Path) -> None:
@@ -169,6 +190,8 @@ async def run_bot(
     usage = _usage(service.llm, standin)
     stats = await service.store.call(Store.stats)
     events = Counter(e["kind"] for e in await service.store.call(Store.events, SCOPE, None, 100_000))
+    community = await service.store.call(Store.list_facts, SCOPE, COMMUNITY_ID, all_statuses=True)
+    episodes = await service.list_episodes(SCOPE, limit=100_000) if settings.memory_community else []
     await service.close()
     batch_sizes = Counter(len(r.json["requests"]) for r in standin.of_kind("embed"))
     return {
@@ -177,6 +200,8 @@ async def run_bot(
         "flushes": dict(flushes),
         "embed_batch_sizes": {str(k): v for k, v in sorted(batch_sizes.items())},
         "facts": stats["facts"],
+        "community_facts": dict(Counter(f.status.value for f in community)),
+        "episodes": len(episodes),
         "events": dict(events),
     }
 
@@ -199,7 +224,8 @@ async def run_seed(standin: GeminiStandIn, script: list[BufferedMessage], path: 
     store = Store.open(path, embedding_model=settings.embedding_model, dimensions=DIMENSIONS)
     decisions: Counter[str] = Counter()
     for message in script:
-        facts = (await extract_chunk(client, [message])).facts  # one extraction call per message
+        # one extraction call per message, people's facts only (the seed plan has no community memory)
+        facts = (await extract_chunk(client, [message], community=False)).facts
         for fact in facts:
             [fact.embedding] = await client.embed([fact.text], "document")  # one request per fact
             candidates = store.knn(
@@ -267,30 +293,29 @@ def per_100(usage: dict[str, dict[str, int]], messages_count: int) -> dict[str, 
     return out
 
 
+def _rows(data: list[dict[str, Any]]) -> list[list[Any]]:
+    """ROWS and the tokens' total for each design's per-100 figures."""
+    rows = [[label, *(d[purpose].get(key, 0) for d in data)] for purpose, key, label in ROWS]
+    sums = [sum(d[p][k] for p in ("extract", "consolidate", "embed") for k in TOKEN_KINDS) for d in data]
+    return [*rows, ["all tokens (prompt + output)", *sums]]
+
+
 def report(results: dict[str, Any]) -> None:
     data = [results[key]["per_100"] for _, key in DESIGNS]
-    rows = []
-    for purpose, key, label in (
-        ("generate", "requests", "generate calls"),
-        ("extract", "requests", "  extraction calls"),
-        ("consolidate", "requests", "  consolidation / decision calls"),
-        ("embed", "requests", "embedding requests"),
-        ("embed", "texts", "  texts embedded"),
-        ("extract", "prompt_tokens", "extraction prompt tokens"),
-        ("extract", "output_tokens", "extraction output tokens"),
-        ("consolidate", "prompt_tokens", "consolidation prompt tokens"),
-        ("consolidate", "output_tokens", "consolidation output tokens"),
-        ("embed", "prompt_tokens", "embedding input tokens"),
-    ):
-        values = [d[purpose].get(key, 0) for d in data]
-        rows.append([label, *values, ratio(values[-1], values[0])])
-    sums = [
-        sum(d[p][k] for p in ("extract", "consolidate", "embed") for k in ("prompt_tokens", "output_tokens"))
-        for d in data
-    ]
-    rows.append(["all tokens (prompt + output)", *sums, ratio(sums[-1], sums[0])])
+    rows = [[*row, ratio(row[-1], row[1])] for row in _rows(data)]
     print(f"\nPer 100 messages ({results['messages']:,} scripted messages, 8 people, 3 channels)")
+    print("bot: with community memory (MEMORY_COMMUNITY, the default)")
     print(table(["", *(label for label, _ in DESIGNS), "seed / bot busy"], rows))
+    print("\nCommunity memory (community facts + an episode per channel) against people's facts only")
+    keys = [k for key, _, _, _ in PACES for k in (key + OFF, key)]
+    headers = [f"{label}, {state}" for _, label, _, _ in PACES for state in ("off", "on")]
+    print(table(["", *headers], _rows([results[k]["per_100"] for k in keys])))
+    busy = results["bot_busy"]["per_100"]
+    print(
+        f"busy channel with community memory: {busy['generate']['requests']} generate calls "
+        f"(budget {BUSY_BUDGET['generate']}), {busy['embed']['requests']} embedding requests "
+        f"(budget {BUSY_BUDGET['embed']}) per 100 messages"
+    )
     print("\nReplies about people, after the busy run (search_memory: at most 2 lookup rounds a reply)")
     print(table(lookup_cost.HEADERS, lookup_cost.report(results["lookups"])))
 
@@ -301,19 +326,20 @@ def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    designs = DESIGNS
+    designs = [("bot, busy, no community memory", "bot_busy" + OFF), *DESIGNS]
     purposes = [("extract", "extraction"), ("consolidate", "consolidation"), ("embed", "embedding requests")]
-    fig, ax = plt.subplots(figsize=(9.5, 4.4))
-    width = 0.16
+    fig, ax = plt.subplots(figsize=(10.5, 4.6))
+    width = 0.13
     for i, (label, key) in enumerate(designs):
         values = [results[key]["per_100"][p]["requests"] for p, _ in purposes]
-        bars = ax.bar([x + (i - 2) * width for x in range(len(purposes))], values, width, label=label)
+        offset = (i - (len(designs) - 1) / 2) * width
+        bars = ax.bar([x + offset for x in range(len(purposes))], values, width, label=label)
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
     ax.set_xticks(range(len(purposes)), [name for _, name in purposes])
     ax.set_ylabel("requests per 100 messages")
     ax.set_yscale("log")
-    ax.set_title("Gemini requests per 100 messages, by purpose")
-    ax.legend()
+    ax.set_title("Gemini requests per 100 messages, by purpose (bot: with community memory)")
+    ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -364,7 +390,8 @@ def main(argv: list[str] | None = None) -> None:
     for key, _, _ in BOT_RUNS:
         r = results[key]
         print(
-            f"{key}: flushes {r['flushes']}, embedding batch sizes {r['embed_batch_sizes']}, facts {r['facts']}"
+            f"{key}: flushes {r['flushes']}, embedding batch sizes {r['embed_batch_sizes']}, facts {r['facts']}, "
+            f"community facts {r['community_facts']}, episodes {r['episodes']}"
         )
     print(f"seed: facts {results['seed']['facts']}, decisions {results['seed']['decisions']}")
     data = {"benchmark": "cost", "machine": machine(), **results}

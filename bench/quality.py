@@ -132,6 +132,9 @@ def settings_for(base_url: str, path: Path, timeout: float) -> Settings:
         gemini_max_retries=2,
         memory_flush_quiet_seconds=86_400,
         memory_flush_max_age_seconds=86_400,
+        # A flush ends well inside its lease (80%); a local model's extraction takes minutes, so the
+        # default 300 s lease cut it off at 240 s.
+        memory_flush_claim_seconds=max(timeout * 3, 3_600.0) if timeout else 86_400.0,
         **OVERRIDES,
     )
 

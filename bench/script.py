@@ -3,9 +3,13 @@ the Gemini stand-in run in a child process (so that its work never shows up as t
 
 The conversation: 8 people in 3 channels who mostly chat, and now and then state durable facts about
 themselves ("I live in Porto", "I work as a nurse", later "I moved to Lyon", "I work as a nurse at the
-children's hospital now", or say again what they said before). The brain extracts one fact per such
-statement and consolidates like a careful model would: a move or a new job INVALIDATES the old fact, a
-more detailed version MERGES, a repetition is a DUPLICATE, anything else is KEPT.
+children's hospital now", or say again what they said before); about one message in 33 is about the
+group itself (a decision, a recurring event, a rule, a link, a reminder, a decision that changes). The
+brain extracts one fact per such statement and consolidates like a careful model would: a move or a new
+job INVALIDATES the old fact, a more detailed version MERGES, a repetition is a DUPLICATE, anything else
+is KEPT; a changed decision about the group INVALIDATES the old one. When the extraction prompt asks for
+the community too, it also answers the group's statements as community facts and, per channel, an
+episode of a few points (what was decided or announced, questions left open), as a model would.
 """
 
 from __future__ import annotations
@@ -16,19 +20,20 @@ import multiprocessing
 import random
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from typing import Any
 
 from bot.memory.models import BufferedMessage, iso
-from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.memory.prompts import COMMUNITY_RULES, CONSOLIDATE_TASK, EXTRACT_TASK
 from standins.brain import read_chunk
 
 SCOPE = "guild:424242"
 CHANNELS = ("1001", "1002", "1003")
 CHANNEL_SHARE = (0.5, 0.3, 0.2)  # a busy channel and two quieter ones; each a multiple of 50 messages
 STATEMENT_SHARE = 0.096  # about one message in ten states a durable fact about its author
+COMMUNITY_SHARE = 0.03  # about one message in 33 says something about the group (COMMUNITY_LINES)
 
 PEOPLE: tuple[tuple[str, str], ...] = (
     ("2001", "Ana"),
@@ -90,6 +95,23 @@ CHATTER = (
     "what are you all cooking this weekend?",
     "happy Friday!",
     "I'll be late to the meeting",
+)
+
+# What the group says about itself, in this order (cycled): decisions, events, rules, links, reminders of
+# what stands, and decisions that change ("moved to").
+COMMUNITY_LINES = (
+    "Game night is on Thursdays at 20:00 UTC.",
+    "The Minecraft server address is play.example.org.",
+    "Rule: no spoilers outside the spoilers channel.",
+    "We decided the tournament will be on Saturday March 14.",
+    "Reminder: game night is on Thursdays at 20:00 UTC.",
+    "The raid starts at 21:00 UTC on Tuesdays.",
+    "Our wiki is at https://wiki.example.org for the raid guides.",
+    "Game night moved to Fridays at 20:00 UTC.",
+    "Movie night is the first Sunday of the month.",
+    "The tournament moved to Sunday March 15.",
+    "Reminder: game night is Fridays at 20:00 UTC now.",
+    "The raid moved to Wednesdays at 21:00 UTC.",
 )
 
 
@@ -162,7 +184,17 @@ def conversation(total: int = 1000, seed: int = 7) -> list[Line]:
         other = rng.choice([n for u, n in PEOPLE if u != uid])
         text = rng.choice(CHATTER).format(other=other, city=rng.choice(CITIES), job=rng.choice(JOBS))
         lines.append(Line(channel, uid, name, text))
-    return lines
+    return _about_the_group(lines, random.Random(seed + 1), round(total * COMMUNITY_SHARE))
+
+
+def _about_the_group(lines: list[Line], rng: random.Random, count: int) -> list[Line]:
+    """`count` chatter lines (not self-statements) replaced by COMMUNITY_LINES, in their order, so the
+    people's part of the conversation stays what it was."""
+    chatter = [i for i, line in enumerate(lines) if line.statement is None]
+    out = list(lines)
+    for n, i in enumerate(sorted(rng.sample(chatter, min(count, len(chatter))))):
+        out[i] = replace(lines[i], text=COMMUNITY_LINES[n % len(COMMUNITY_LINES)])
+    return out
 
 
 def messages(lines: list[Line], *, start: datetime | None = None) -> Iterator[BufferedMessage]:
@@ -201,7 +233,15 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r" is learning "), "language"),
     (re.compile(r" plays the "), "instrument"),
 )
-EXCLUSIVE = frozenset({"home", "job", "food"})  # a new one replaces the old one
+# The group's statements (COMMUNITY_LINES) by subject; a newer one about a subject replaces the older.
+_GROUP = re.compile(
+    r"^(?:reminder:\s*)?(?P<subject>game night|movie night|the tournament|we decided the tournament|the raid"
+    r"|the minecraft server|our wiki|rule:)",
+    re.I,
+)
+EXCLUSIVE = frozenset({"home", "job", "food", "game night", "the tournament", "the raid"})
+POINTS_PER_EPISODE = 6  # what a careful model writes for a channel's part of a chunk
+QUESTION_POINTS = 2
 
 
 def fact_of(name: str, sentence: str) -> str | None:
@@ -215,15 +255,26 @@ def fact_of(name: str, sentence: str) -> str | None:
 
 
 def kind_of(fact: str) -> str:
+    if group := _GROUP.match(fact):
+        return group.group("subject").lower().removeprefix("we decided ")
     return next((kind for pattern, kind in _KINDS if pattern.search(fact)), "other")
+
+
+def group_fact(text: str) -> str | None:
+    """The community fact in one of the script's statements about the group, or None."""
+    if not _GROUP.match(text.strip()):
+        return None
+    fact = re.sub(r"^reminder:\s*", "", text.strip(), flags=re.I).rstrip(".")
+    return fact[0].upper() + fact[1:] + "."
 
 
 def _core(fact: str) -> str:
     return fact.rstrip(".").split(", having moved")[0].casefold()
 
 
-def extract(payload: dict[str, Any]) -> dict[str, Any]:
-    """One fact per self-statement of a human speaker, with that message as its source."""
+def extract(payload: dict[str, Any], *, community: bool = False) -> dict[str, Any]:
+    """One fact per self-statement of a human speaker, with that message as its source; asked for the
+    `community` too, a community fact per statement about the group and an episode per channel."""
     facts = []
     for message in payload["messages"]:
         if message.get("bot"):
@@ -232,7 +283,29 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
             fact = fact_of(message["author"], sentence)
             if fact:
                 facts.append({"speaker": message["author"], "text": fact, "sources": [message["id"]]})
-    return {"facts": facts}
+    if not community:
+        return {"facts": facts}
+    told = [
+        {"text": fact, "sources": [m["id"]]}
+        for m in payload["messages"]
+        if not m.get("bot") and (fact := group_fact(m["text"]))
+    ]
+    channels = dict.fromkeys(m.get("channel", 1) for m in payload["messages"])
+    episodes = [{"channel": n, "points": _points(payload["messages"], n)} for n in channels]
+    return {"facts": facts, "community": told, "episodes": [e for e in episodes if e["points"]]}
+
+
+def _points(messages: list[dict[str, Any]], channel: int) -> list[dict[str, Any]]:
+    """A channel's episode as the prompt asks for it: what the group decided or announced and a couple
+    of questions left open; never the small talk, nor what people say about themselves (their facts)."""
+    said = [m for m in messages if m.get("channel", 1) == channel and not m.get("bot")]
+
+    def point(m: dict[str, Any]) -> dict[str, Any]:
+        return {"text": f"{m['author']}: {m['text'].rstrip('.')}", "sources": [m["id"]]}
+
+    group = [point(m) for m in said if group_fact(m["text"])]
+    asked = list({m["text"]: point(m) for m in said if m["text"].endswith("?")}.values())
+    return (group + asked[:QUESTION_POINTS])[:POINTS_PER_EPISODE]
 
 
 def decide(text: str, candidates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -291,7 +364,8 @@ def brain(body: dict[str, Any]) -> str:
     """The stand-in's generate_handler for the memory tasks (chat requests get a short reply)."""
     purpose = purpose_of("generate", body)
     if purpose == "extract":
-        return json.dumps(extract(read_chunk(_prompt(body))))
+        community = COMMUNITY_RULES in _system(body)
+        return json.dumps(extract(read_chunk(_prompt(body)), community=community))
     if purpose == "consolidate":
         return json.dumps(consolidate(json.loads(_prompt(body))))
     return "Nice!"
