@@ -335,6 +335,7 @@ class Chat(commands.Cog):
             earlier=earlier,
             audience=functools.partial(self.bot.audience.for_message, message),
             said=functools.partial(self.said, message, messages),
+            channels=tuple(str(c.id) for c in message.channel_mentions),
         )
 
     async def said(self, message: discord.Message, messages: list[discord.Message]) -> list[ChatTurn]:

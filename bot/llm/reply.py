@@ -48,7 +48,14 @@ class ReplyMemory(Protocol):
     recall_failures: int
 
     async def recall(
-        self, scope: str, people: list[Participant], query: str, *, audience: Audience, context: str = ""
+        self,
+        scope: str,
+        people: list[Participant],
+        query: str,
+        *,
+        audience: Audience,
+        context: str = "",
+        channels: Collection[str] = (),
     ) -> RecallResult: ...
 
     async def search_memory(
@@ -86,6 +93,7 @@ class ReplyRequest:
     audience: Callable[[], Awaitable[Audience]]
     said: Callable[[], Awaitable[list[ChatTurn]]]
     earlier: Sequence[str] = ()  # the people's turns before it, oldest first: recall's context
+    channels: Sequence[str] = ()  # channels the message names ("what did I miss in #general?")
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,7 @@ class Replier:
                     request.query[:QUERY_MAX_CHARS],
                     context=context,
                     audience=audience,
+                    channels=request.channels,
                 )
         except Exception as exc:
             self.memory.recall_failures += 1

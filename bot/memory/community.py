@@ -18,7 +18,7 @@ Servers only: DMs and the terminal keep people's own facts, never a shared memor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.memory.models import (
@@ -31,7 +31,7 @@ from bot.memory.models import (
     guild_id_of,
 )
 from bot.memory.prompts import ExtractionResult
-from bot.memory.text import clean, stems, strip_background_blocks, worth_reading
+from bot.memory.text import clean, folded_words, stems, strip_background_blocks, worth_reading
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ COMMUNITY_SHARE = 2 / 3  # of a community fact's words, in the messages it comes
 POINT_SHARE = 1 / 2  # of an episode point's words, said by people in its channel
 SENSITIVE_SHARE = 1 / 2  # of what was marked sensitive (names aside), repeated in a point or fact
 MAX_COMMUNITY_PER_CHUNK = 20
+MIN_COMMUNITY_WORDS = 3  # "brb, coffee" says nothing lasting about a server
+# A statement of the moment is no durable fact about a server (a plan for tonight is an episode's point).
+MOMENT_WORDS = frozenset("today tonight brb afk lol lmao rn atm weather".split())
 MAX_POINTS_PER_EPISODE = 12
 MAX_POINT_CHARS = 300
 MAX_SUMMARY_CHARS = 1500
@@ -60,11 +63,13 @@ def accept_community(
     chunk: list[BufferedMessage],
     local_ids: dict[str, str],
     about_speaker: Callable[[str], bool],
+    accepted: Sequence[str] = (),
 ) -> CommunityReading:
     """Validate the answer's community facts and episodes against the chunk (see the module's rules).
 
     `local_ids` maps the transcript's m1, m2 ... to message ids; `about_speaker` tells a text that
-    starts with a speaker's name (or the bot's).
+    starts with a speaker's name (or the bot's); `accepted` are the people's facts the bot kept of the
+    same answer (what a point must not restate; a fact the bot refused takes no point with it).
     """
     reading = CommunityReading()
     if guild_id_of(chunk[0].scope) is None:
@@ -82,7 +87,7 @@ def accept_community(
     ]
     flagged += [p.text for e in result.episodes for p in e.points if p.sensitive]
     marked = [words for text in flagged if (words := stems(text) - names)]
-    personal = [words for f in result.facts if (words := stems(f.text) - names)]
+    personal = [words for text in accepted if (words := stems(text) - names)]
     reading.facts = _community_facts(result, chunk, local_ids, said, marked, about_speaker)
     reading.episodes = _episodes(result, chunk, said, marked, personal, names)
     return reading
@@ -98,6 +103,12 @@ def _restates(words: set[str], personal: list[set[str]]) -> bool:
     """Whether a point is mostly one of the people's own facts: those stay theirs (seen with /facts,
     recalled with their rules), so an episode holds what was discussed, not who said what of themselves."""
     return any(len(words & p) >= SENSITIVE_SHARE * max(len(p), len(words)) for p in personal)
+
+
+def _best_line(words: set[str], texts: list[str]) -> float:
+    """The largest share of `words` one of `texts` holds: a point copied from another channel's line
+    is that line's, whatever words it shares with its own channel's talk."""
+    return max((_support(words, [t]) for t in texts), default=0.0)
 
 
 def _support(words: set[str], texts: list[str]) -> float:
@@ -119,6 +130,9 @@ def _community_facts(
         text = clean(strip_background_blocks(item.text), len(item.text))
         words = stems(text)
         if not worth_reading(text) or item.sensitive or text.rstrip().endswith("?"):
+            continue
+        if len(words) < MIN_COMMUNITY_WORDS or folded_words(text) & MOMENT_WORDS:
+            log.info("refused a community fact: small talk or of the moment, not durable")
             continue
         if len(text) > MAX_FACT_CHARS or text.casefold() in facts:
             continue
@@ -159,6 +173,7 @@ def _episodes(
             continue
         channel = channels[item.channel - 1]
         own = [said[m.message_id] for m in chunk if m.channel_id == channel and m.message_id in said]
+        others = [said[m.message_id] for m in chunk if m.channel_id != channel and m.message_id in said]
         kept = points.setdefault(channel, [])
         for point in item.points:
             text = " ".join(clean(strip_background_blocks(point.text), len(point.text)).split())
@@ -169,6 +184,9 @@ def _episodes(
                 continue
             if _touches(words, marked) or _support(words, own) < POINT_SHARE:
                 log.info("left a point out of an episode: sensitive, or not said in its channel")
+                continue
+            if others and _best_line(words, others) > _best_line(words, own):
+                log.info("left a point out of an episode: another channel's line says it better")
                 continue
             if _restates(words - names, personal):
                 continue

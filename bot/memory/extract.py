@@ -151,7 +151,11 @@ async def extract_chunk(
     if not community:
         return Extraction(facts)
     told = accept_community(
-        result, chunk, view.local_ids, lambda text: _named_subject(text, view) is not None
+        result,
+        chunk,
+        view.local_ids,
+        lambda text: _named_subject(text, view) is not None,
+        accepted=[f.text for f in facts],
     )
     return Extraction(facts + told.facts, told.episodes)
 

@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -276,6 +276,7 @@ def gather_recall(
     pool: int,
     names: dict[str, str],
     episodes: bool,
+    channels: tuple[str, ...] = (),
 ) -> tuple[dict[str, Hits], list[Episode]]:
     """Runs on the store's thread: everyone's hits and (`episodes`) the episodes, in one hop."""
     hits = gather_hits(
@@ -283,6 +284,10 @@ def gather_recall(
     )
     if not episodes:
         return hits, []
+    if channels:  # "what did I miss in #general?": that channel's newest, of the span if one is named
+        since, until = (iso(span[0]), iso(span[1])) if span else (None, None)
+        found = store.list_episodes(scope, channel_ids=channels, since=since, limit=pool)
+        return hits, [e for e in found if until is None or e.started_at < until]
     return hits, gather_episodes(store, scope, vector, span, max_distance=max_distance, pool=pool)
 
 
@@ -354,6 +359,7 @@ class Recaller:
         limit: int | None = None,
         community: bool = True,
         now: datetime | None = None,
+        channels: Collection[str] = (),
     ) -> RecallResult:
         """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
@@ -362,7 +368,8 @@ class Recaller:
         `vector`: the query's embedding when the caller already has it (many queries embedded at once).
         `limit`: facts per person, when not RECALL_FACTS_PER_PERSON (the model's own lookups).
         `community`: in a server, also the server's community facts and the episodes of its conversations
-        (of the time the query names, `timespan`), under the same audience rule and budget.
+        (of the time the query names, `timespan`; of the `channels` it names, newest first), under the
+        same audience rule and budget.
         """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
@@ -387,6 +394,7 @@ class Recaller:
             pool=max(self.pool, limit or 0),
             names={p.user_id: p.name for p in people},
             episodes=community,
+            channels=tuple(channels),
         )
         ranked = {
             uid: fuse_allowed(h, audience, limit or self.facts_per_person, self.keyword_weight)

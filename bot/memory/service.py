@@ -523,6 +523,7 @@ class MemoryService:
         vector: list[float] | None = None,
         limit: int | None = None,
         community: bool = True,
+        channels: Collection[str] = (),
     ) -> RecallResult:
         """Facts of the people present, opted-out people excluded, and in a server the community's facts
         and episodes (`community`); retrieval counts updated off the hot path.
@@ -539,6 +540,7 @@ class MemoryService:
             vector=vector,
             limit=limit,
             community=community,
+            channels=channels,
         )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))

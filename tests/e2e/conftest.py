@@ -25,4 +25,3 @@ def world_model(request: pytest.FixtureRequest) -> Iterator[str]:
     world.model = request.param
     yield request.param
     world.model = "gemini"
-

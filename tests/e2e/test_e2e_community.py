@@ -147,3 +147,15 @@ async def test_search_memory_looks_through_the_servers_memory_under_the_same_aud
         assert "500" not in str(looked_up) and "500" not in reply
         reply, requests = await lookup_ask(w, staff, w.bob, question)
         assert "500 euros" in reply
+
+
+async def test_a_question_naming_a_channel_gets_that_channels_episodes(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        raids = w.alpha.channels["random"]
+        await w.say(raids, w.bob, "The raid starts at 21:00 UTC on Tuesdays from now on")
+        await w.flush()
+        await w.say(w.general, w.alice, "The wiki moved to a new host this week, links are pinned")
+        await w.flush()
+        block = block_of(await ask(w, w.general, w.carol, f"what did I miss in <#{w.general}> this week?"))
+        episodes_part = block.split("<episodes>", 1)[1]
+        assert "wiki moved" in episodes_part and "raid starts" not in episodes_part

@@ -32,8 +32,9 @@ def message(
 def accept(chunk: list[BufferedMessage], answer: dict[str, Any]) -> Any:
     view = render_chunk(chunk, NOW)
     result = ExtractionResult.model_validate({"facts": [], **answer})
+    kept = [f.text for f in result.facts if not f.text.startswith("refused:")]  # what the bot accepted
     return accept_community(
-        result, chunk, view.local_ids, lambda text: text.lower().startswith(("alice", "bob"))
+        result, chunk, view.local_ids, lambda text: text.lower().startswith(("alice", "bob")), accepted=kept
     )
 
 
@@ -147,3 +148,39 @@ def test_a_point_that_is_mostly_someones_own_fact_stays_out_of_the_episode() -> 
     )
     [episode] = reading.episodes
     assert episode.summary == "- The meetup moves to the marathon finish line in May"
+
+
+def test_a_refused_persons_fact_takes_no_point_and_small_talk_is_no_community_fact() -> None:
+    chunk = [
+        message(1, "11", "The tournament final moves to the main stage on Sunday"),
+        message(2, "12", "brb, coffee"),
+        message(3, "12", "the weather is wild today"),
+    ]
+    reading = accept(
+        chunk,
+        {
+            # the model copied the line as a fact of alice's, and the bot refused it
+            "facts": [{"speaker": "alice", "text": "refused: The tournament final moves to the main stage"}],
+            "community": [
+                {"text": "The tournament final is on the main stage", "sources": ["m1"]},
+                {"text": "brb, coffee", "sources": ["m2"]},  # copied chatter, said word for word
+                {"text": "The weather is wild today", "sources": ["m3"]},
+            ],
+            "episodes": [{"points": [{"text": "The tournament final moves to the main stage on Sunday"}]}],
+        },
+    )
+    assert [f.text for f in reading.facts] == ["The tournament final is on the main stage"]
+    [episode] = reading.episodes
+    assert "main stage on Sunday" in episode.summary
+
+
+def test_a_point_copied_from_another_channels_line_is_not_that_channels() -> None:
+    chunk = [
+        message(1, "11", "Anyone know when it starts? UTC times please"),
+        message(2, "12", "The raid starts at 21:00 UTC on Tuesdays", channel="c2"),
+    ]
+    reading = accept(
+        chunk,
+        {"episodes": [{"channel": 1, "points": [{"text": "The raid starts at 21:00 UTC on Tuesdays"}]}]},
+    )
+    assert [e.origin.channel_id for e in reading.episodes] == []

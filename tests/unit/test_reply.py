@@ -37,7 +37,14 @@ class Memory:
         self.lookups: list[tuple[list[Participant], LookupRequest, Audience]] = []
 
     async def recall(
-        self, scope: str, people: list[Participant], query: str, *, audience: Audience, context: str = ""
+        self,
+        scope: str,
+        people: list[Participant],
+        query: str,
+        *,
+        audience: Audience,
+        context: str = "",
+        channels: Collection[str] = (),
     ) -> RecallResult:
         self.recalls.append((query, context, audience))
         if self.hangs:
