@@ -419,6 +419,8 @@ async def ask(service: MemoryService, questions: list[Question]) -> list[dict[st
             q.text,
             audience=audience_of(q),
             now=q.now,
+            # the channels the question names, as Discord's front-end passes its channel mentions
+            channels=[cid for cid, name in CHANNEL_NAMES.items() if name in q.text],
         )
         answers.append(judge(q, result))
     return answers

@@ -242,8 +242,8 @@ Answer only with JSON of the given schema."""
 COMMUNITY_RULES = """Then, for the community as a whole:
 - community: durable facts about the server or group itself, not about one person: its rules,
   recurring events and when they are, shared resources (a server address, a link), and decisions the
-  group made ("Game night moved to Fridays 20:00 UTC"). A later decision is a new fact. sources: the
-  ids of the messages that state or decide it. Never a secret (password, token), never sensitive.
+  group made. A later decision is a new fact. sources: the ids of the messages that state or decide
+  it. Never a secret (password, token), never sensitive, never small talk or the mood of the moment.
 - episodes: for each channel, what its conversation was about, as a few short points: topics,
   decisions, plans with their dates, questions left open, links shared. sources: the ids each point
   comes from. Not what people say about themselves (that goes in facts); leave out sensitive details

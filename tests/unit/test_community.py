@@ -184,3 +184,10 @@ def test_a_point_copied_from_another_channels_line_is_not_that_channels() -> Non
         {"episodes": [{"channel": 1, "points": [{"text": "The raid starts at 21:00 UTC on Tuesdays"}]}]},
     )
     assert [e.origin.channel_id for e in reading.episodes] == []
+
+
+def test_the_instruction_holds_no_example_a_model_could_return_as_a_fact() -> None:
+    from bot.memory.prompts import extract_system
+
+    instruction = extract_system(community=True)
+    assert "Game night" not in instruction and "Fridays" not in instruction  # it once held one
