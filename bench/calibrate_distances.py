@@ -9,7 +9,8 @@ puts a move ("Ana lives in Porto." / "Ana moved to Lyon.") beyond a cut another 
 were read from. This script measures where one model puts the pairs each cut is meant to separate.
 
 **The pairs** (`TOPICS`, written here): 36 things six people say about themselves on Discord, each with
-an exact-ish repeat (case, punctuation, a filler word), the same fact reworded, an update of it (a move,
+an exact-ish repeat (case, punctuation, a filler word or emoji: never the same text once stored, which the
+bot's text check catches before any distance), the same fact reworded, an update of it (a move,
 a new job, a change of taste) and a question someone asks that the fact answers. Statements go through
 the bot's own `third_person` ("I live in Porto" -> "Ana lives in Porto"), as stored facts are. Labels:
 
@@ -110,7 +111,7 @@ TOPICS: list[Topic] = [
         ),
         (
             "I play the cello in a local orchestra",
-            "I play the cello in a local orchestra.",
+            "I play the cello in a local orchestra, yes",
             "I'm a cellist in our town's amateur orchestra",
             "I left the orchestra, I only play cello at home now",
             "does Ana play an instrument?",
@@ -127,21 +128,21 @@ TOPICS: list[Topic] = [
         "Ben",
         (
             "I'm a backend developer at a fintech startup",
-            "I'm a backend developer at a fintech startup.",
+            "I'm a backend developer at a fintech startup fwiw",
             "I write server code for a small payments company",
             "I got promoted to engineering manager",
             "what's Ben's job?",
         ),
         (
             "My favourite food is pierogi",
-            "my favourite food is pierogi",
+            "my favourite food is pierogi tbh",
             "I love pierogi more than anything",
             "My favourite food is pho now, I'm over pierogi",
             "what does Ben like to eat?",
         ),
         (
             "I run 10k every Sunday morning",
-            "I run 10k every sunday morning",
+            "I run 10k every sunday morning!",
             "I go for a ten kilometre run on Sunday mornings",
             "I'm training for my first marathon in October",
             "any good running partners here?",
@@ -162,7 +163,7 @@ TOPICS: list[Topic] = [
         ),
         (
             "I have a younger sister in Warsaw",
-            "I have a younger sister in Warsaw.",
+            "I have a younger sister in Warsaw :)",
             "My little sister lives in Warsaw",
             "My sister moved from Warsaw to Berlin",
             "does Ben have siblings?",
@@ -179,28 +180,28 @@ TOPICS: list[Topic] = [
         ),
         (
             "I main support in Overwatch",
-            "i main support in overwatch",
+            "i main support in overwatch lol",
             "I mostly play healers in Overwatch",
             "I main tank in Overwatch now",
             "what role does Chloe play?",
         ),
         (
             "I'm studying architecture at TU Graz",
-            "I'm studying architecture at TU Graz.",
+            "I'm studying architecture at TU Graz btw",
             "I'm an architecture student in Graz",
             "I finished my architecture degree",
             "what is Chloe studying?",
         ),
         (
-            "I only drink tea, not coffee",
-            "I only drink tea, not coffee!",
+            "I drink only tea, not coffee",
+            "I drink only tea, not coffee!",
             "I'm a tea person, no coffee for me",
             "I started drinking coffee again",
             "should I get Chloe a coffee?",
         ),
         (
             "My birthday is on the 3rd of May",
-            "my birthday is on the 3rd of May",
+            "my birthday is on the 3rd of May!!",
             "I was born on May 3",
             "I celebrate my birthday on the 4th of May now, the 3rd was wrong on my ID",
             "when is Chloe's birthday?",
@@ -217,7 +218,7 @@ TOPICS: list[Topic] = [
         "Dev",
         (
             "I'm from Chennai",
-            "I'm from Chennai.",
+            "I'm from Chennai originally",
             "I grew up in Chennai",
             "I moved from Chennai to Toronto for my PhD",
             "where is Dev from?",
@@ -238,14 +239,14 @@ TOPICS: list[Topic] = [
         ),
         (
             "I'm learning to play the guitar",
-            "I'm learning to play the guitar.",
+            "I'm learning to play the guitar haha",
             "I've been taking guitar lessons",
             "I gave up on guitar and bought a keyboard",
             "does Dev play any music?",
         ),
         (
             "I take the subway to campus",
-            "i take the subway to campus",
+            "i take the subway to campus tbh",
             "I commute to the university by metro",
             "I bike to campus now that it's summer",
             "how does Dev get to uni?",
@@ -262,7 +263,7 @@ TOPICS: list[Topic] = [
         "Emi",
         (
             "I'm a primary school teacher",
-            "I'm a primary school teacher.",
+            "I'm a primary school teacher :)",
             "I teach at an elementary school",
             "I'm the head teacher at my school now",
             "what does Emi do?",
@@ -283,14 +284,14 @@ TOPICS: list[Topic] = [
         ),
         (
             "I live in Osaka",
-            "I live in Osaka.",
+            "I live in Osaka!",
             "I call Osaka home",
             "I live in Kyoto now",
             "where is Emi living these days?",
         ),
         (
             "My favourite band is Radiohead",
-            "my favourite band is radiohead",
+            "my favourite band is radiohead <3",
             "I listen to Radiohead more than any other band",
             "I mostly listen to jazz these days instead of Radiohead",
             "what music is Emi into?",
@@ -307,7 +308,7 @@ TOPICS: list[Topic] = [
         "Finn",
         (
             "I work night shifts at a warehouse",
-            "I work night shifts at a warehouse.",
+            "I work night shifts at a warehouse, yeah",
             "I'm on nights in a distribution centre",
             "I got a day job in an office, no more night shifts",
             "when is Finn usually online?",
@@ -328,7 +329,7 @@ TOPICS: list[Topic] = [
         ),
         (
             "I speak Danish and English",
-            "I speak danish and english",
+            "I speak danish and english!",
             "My first language is Danish, my second English",
             "I speak Danish, English and German",
             "what languages does Finn speak?",
@@ -342,7 +343,7 @@ TOPICS: list[Topic] = [
         ),
         (
             "I stay away from alcohol",
-            "I stay away from alcohol.",
+            "I stay away from alcohol, fyi",
             "I'm sober, no booze for me",
             "I'm fine with a beer now and then these days",
             "should we get Finn a beer?",

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
-from bot.config import Settings
+from bot.config import GEMINI_DISTANCES, Settings, distance_cuts
 from bot.llm.gemini import GeminiClient
 from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
 from bot.llm.prompts import REMEMBER_TOOL
@@ -30,6 +32,7 @@ from bot.storage.locations import backend_for
 from bot.storage.migration import MigrationReport, copy_database
 
 P = TypeVar("P")
+log = logging.getLogger(__name__)
 
 # A 1x1 PNG: what `check --online` shows an OpenAI-compatible chat model to learn whether it takes images.
 PROBE_IMAGE = base64.b64decode(
@@ -39,12 +42,29 @@ PROBE_IMAGE = base64.b64decode(
 
 def memory_policy(settings: Settings) -> MemoryPolicy:
     """The engine's knobs from the environment's settings (`RECALL_*` fill `RecallPolicy`, and so on)."""
+    if distance_cuts(settings.embedding_model) is None:
+        _uncalibrated(settings.embedding_model)
     return MemoryPolicy(
         flush=_fields(FlushPolicy, settings, "memory_flush_"),
         recall=_fields(RecallPolicy, settings, "recall_"),
         consolidation=_fields(ConsolidationPolicy, settings, "consolidate_"),
         no_memory_marker=settings.memory_no_memory_marker,
         community=settings.memory_community,
+    )
+
+
+@functools.cache
+def _uncalibrated(model: str) -> None:
+    """Said once per model: its distance cuts (unless set) are Gemini's, which may not fit it."""
+    cuts = GEMINI_DISTANCES
+    log.info(
+        "EMBEDDING_MODEL=%s has no calibrated distance cuts: the distance settings not set are "
+        "gemini-embedding-001's (duplicate %s, candidate %s, recall %s); "
+        "`python -m bench.calibrate_distances --embedder settings` measures this model's",
+        model,
+        cuts.duplicate,
+        cuts.candidate,
+        cuts.recall,
     )
 
 

@@ -21,6 +21,25 @@ OPENAI_CHAT_MODEL = "gpt-4o-mini"
 OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 GEMINI_EMBEDDING_MODEL = "gemini-embedding-001"
 
+
+@dataclass(frozen=True)
+class DistanceCuts:
+    """An embedding model's cosine-distance cuts: CONSOLIDATE_DUPLICATE_DISTANCE,
+    CONSOLIDATE_CANDIDATE_DISTANCE and RECALL_MAX_DISTANCE when they are not set."""
+
+    duplicate: float
+    candidate: float
+    recall: float
+
+
+# The cuts tuned for gemini-embedding-001 at 768 dimensions: also what any other model gets.
+GEMINI_DISTANCES = DistanceCuts(duplicate=0.02, candidate=0.35, recall=0.55)
+# Models measured by `python -m bench.calibrate_distances` (docs/benchmarks.md), by `model_key`.
+EMBEDDING_DISTANCES = {
+    "gemini-embedding-001": GEMINI_DISTANCES,
+    "all-minilm-l6-v2": DistanceCuts(duplicate=0.01, candidate=0.40, recall=0.65),
+}
+
 DEFAULT_PERSONA = (
     "You are a friendly, concise member of this Discord community. You remember what people have told you "
     "and use it naturally when it helps, without reciting it. Answer in the language you are addressed in. "
@@ -75,12 +94,12 @@ class Settings:
     memory_flush_claim_seconds: float = 300.0
     memory_no_memory_marker: str = "!nomem"
     recall_facts_per_person: int = 6
-    recall_max_distance: float = 0.55
+    recall_max_distance: float = GEMINI_DISTANCES.recall  # load_settings: EMBEDDING_MODEL's (distance_cuts)
     recall_token_budget: int = 1200
     recall_keyword_weight: float = 0.3
     recall_context_weight: float = 0.3
-    consolidate_candidate_distance: float = 0.35
-    consolidate_duplicate_distance: float = 0.02
+    consolidate_candidate_distance: float = GEMINI_DISTANCES.candidate
+    consolidate_duplicate_distance: float = GEMINI_DISTANCES.duplicate
     discord_api_base_url: str = ""
     discord_gateway_url: str = ""
     dev_guild_id: int | None = None
@@ -178,6 +197,17 @@ class Settings:
                 value = sorted(value)
             out[f.name.upper()] = value
         return out
+
+
+def model_key(model: str) -> str:
+    """An embedding model's name as `EMBEDDING_DISTANCES` knows it: lower case, without a path
+    ("sentence-transformers/all-MiniLM-L6-v2", "models/gemini-embedding-001")."""
+    return model.rsplit("/", 1)[-1].strip().lower()
+
+
+def distance_cuts(model: str) -> DistanceCuts | None:
+    """The cuts calibrated for the embedding model `model`; None for a model not measured."""
+    return EMBEDDING_DISTANCES.get(model_key(model))
 
 
 def _mask(secret: str) -> str:
@@ -371,7 +401,8 @@ def load_settings(
     """Read settings from `env` (default: the process environment, after loading `.env` if present).
 
     Values already in the environment (unless empty) win over `.env`. A missing `dotenv_path` is fine unless
-    `dotenv_required` (a file the user named). Raises ConfigError listing every bad value.
+    `dotenv_required` (a file the user named). Raises ConfigError listing every bad value. The distance
+    cuts not set are EMBEDDING_MODEL's (`distance_cuts`; Gemini's for a model not measured).
     """
     if env is None:
         if dotenv_path is not None:
@@ -402,6 +433,10 @@ def load_settings(
         and (values.get("embedding_provider") or values.get("model_provider")) == "openai"
     ):
         values["embedding_model"] = OPENAI_EMBEDDING_MODEL
+    cuts = distance_cuts(values.get("embedding_model", GEMINI_EMBEDDING_MODEL)) or GEMINI_DISTANCES
+    values.setdefault("consolidate_duplicate_distance", cuts.duplicate)
+    values.setdefault("consolidate_candidate_distance", cuts.candidate)
+    values.setdefault("recall_max_distance", cuts.recall)
     return Settings(**values)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
+from bot.app import memory_policy
 from bot.config import ConfigError, Settings, load_settings
 
 
@@ -175,3 +177,49 @@ def test_a_database_url_that_is_not_postgresql_is_refused_without_its_password()
         "DATABASE_URL='mysql://bot:****@db/memory' is not valid: expected a PostgreSQL URL"
     )
     assert "s3cret" not in problem
+
+
+def test_all_minilm_gets_its_calibrated_distance_cuts() -> None:
+    s = load_settings(
+        {
+            "MODEL_PROVIDER": "openai",
+            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "EMBEDDING_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
+        }
+    )
+    cuts = (s.consolidate_duplicate_distance, s.consolidate_candidate_distance, s.recall_max_distance)
+    assert cuts == (0.01, 0.40, 0.65)
+    policy = memory_policy(s)
+    assert (policy.consolidation.duplicate_distance, policy.consolidation.candidate_distance) == (0.01, 0.40)
+    assert policy.recall.max_distance == 0.65
+
+
+def test_an_explicit_distance_setting_wins_over_the_models_cut() -> None:
+    s = load_settings({"EMBEDDING_MODEL": "all-MiniLM-L6-v2", "RECALL_MAX_DISTANCE": "0.8"})
+    assert s.recall_max_distance == 0.8
+    assert (s.consolidate_duplicate_distance, s.consolidate_candidate_distance) == (0.01, 0.40)
+
+
+def test_an_unknown_embedding_model_gets_geminis_cuts_and_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    s = load_settings({"MODEL_PROVIDER": "openai", "EMBEDDING_MODEL": "unmeasured-embedder-7"})
+    assert (s.consolidate_duplicate_distance, s.consolidate_candidate_distance) == (0.02, 0.35)
+    assert s.recall_max_distance == 0.55
+    with caplog.at_level(logging.INFO, logger="bot.app"):
+        memory_policy(s)
+        memory_policy(s)
+    lines = [r.getMessage() for r in caplog.records if "unmeasured-embedder-7" in r.getMessage()]
+    assert len(lines) == 1 and "bench.calibrate_distances" in lines[0]
+
+
+def test_geminis_own_model_keeps_its_cuts_without_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    s = load_settings({})
+    assert (s.consolidate_duplicate_distance, s.consolidate_candidate_distance, s.recall_max_distance) == (
+        0.02,
+        0.35,
+        0.55,
+    )
+    with caplog.at_level(logging.INFO, logger="bot.app"):
+        memory_policy(s)
+    assert not [r for r in caplog.records if "calibrate" in r.getMessage()]
