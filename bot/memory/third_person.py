@@ -28,9 +28,16 @@ _LEADING = _rules(
     (r"^my\b", "{name}'s"),
 )
 _I_VERB = re.compile(
-    r"^i\s+((?:also|still|really|just|now|recently|usually|often|sometimes|mostly)\s+)?([a-z]+)\b", re.I
+    r"^i\s+((?:also|still|really|just|now|recently|usually|often|sometimes|mostly|never|only|always|rarely"
+    r"|seldom|hardly|barely|actually|even)\s+)?([a-z]+(?:['’][a-z]+)?)(?![\w'’])",
+    re.I,
 )
-_MODALS = frozenset("can could would should must may might shall will do did don't can't won't".split())
+_MODALS = frozenset(
+    "can could would should must may might shall will did can't won't couldn't wouldn't shouldn't didn't "
+    "mustn't".split()
+)
+# Auxiliaries whose third person is not a plain -s ("I don't eat meat" -> "Ana doesn't eat meat").
+_IRREGULAR = {"do": "does", "don't": "doesn't", "have": "has", "haven't": "hasn't", "be": "is"}
 # Past forms without -ed, which take no -s.
 _PAST = frozenset(
     "got went had did made took left came saw began became bought sold grew ran won lost quit put set "
@@ -78,13 +85,11 @@ def _later(text: str, start: int) -> str:
 def _third_person_verb(verb: str) -> str:
     """'live' -> 'lives', 'teach' -> 'teaches', 'study' -> 'studies', 'have' -> 'has'; a modal or a
     past form stays as it is."""
-    low = verb.lower()
-    if low in _MODALS or low in _PAST or low.endswith("ed"):
+    low = verb.lower().replace("’", "'")
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low in _MODALS or low in _PAST or low.endswith("ed") or "'" in low:
         return verb
-    if low == "have":
-        return "has"
-    if low == "be":
-        return "is"
     if re.search(r"(s|sh|ch|x|z|o)$", low):
         return verb + "es"
     if re.search(r"[^aeiou]y$", low):

@@ -148,6 +148,12 @@ def test_third_person_rewrites_english_first_person_subjects_only() -> None:
         "Ana lives in Porto": "Ana lives in Porto",
         "Ich wohne in Berlin": "Ich wohne in Berlin",
         "big news: I moved": "big news: I moved",
+        "I don't eat meat": "Ana doesn't eat meat",
+        "I never drink coffee": "Ana never drinks coffee",
+        "I only play on weekends": "Ana only plays on weekends",
+        "I do nights at the hospital": "Ana does nights at the hospital",
+        "I haven't been to Lyon": "Ana hasn't been to Lyon",
+        "I can't swim": "Ana can't swim",
     }
     assert {text: third_person(text, "Ana") for text in cases} == cases
 
