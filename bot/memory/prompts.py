@@ -56,6 +56,25 @@ def sensitive_flag(value: Any) -> Any:
     return value
 
 
+def task_schema(sentence: str) -> ConfigDict:
+    """The description a model reads at the top of an answer's JSON schema: the task in one sentence.
+
+    Pydantic would send the class docstring, which is written for engineers (and once told a small
+    model about "error objects" and "another wrapping" instead of what to answer).
+    """
+    return ConfigDict(json_schema_extra={"description": sentence})
+
+
+EXTRACTION_TASK = (
+    "The durable facts each speaker states about themselves in the chat; with community memory, also "
+    "the server's own facts and what each channel talked about."
+)
+CONSOLIDATION_TASK = (
+    "One decision per new fact (KEEP, MERGE, INVALIDATE or DUPLICATE) against that fact's own candidates."
+)
+REMEMBER_RESULT_TASK = "The facts about themselves the person asked to be remembered, in the third person."
+
+
 class _Lenient(BaseModel):
     """Ids may come back as numbers, and empty values as null."""
 
@@ -150,6 +169,8 @@ class ExtractionResult(BaseModel):
     schema, not "nothing durable", or a chunk would be consumed without anyone being told. `community`
     and `episodes` may be missing: the people's facts are what a chunk must yield."""
 
+    model_config = task_schema(EXTRACTION_TASK)
+
     facts: list[ExtractedFact]
     community: list[CommunityFact] = Field(default_factory=list)
     episodes: list[ExtractedEpisode] = Field(default_factory=list)
@@ -208,6 +229,8 @@ class ConsolidationDecision(_Lenient):
 
 
 class ConsolidationResult(BaseModel):
+    model_config = task_schema(CONSOLIDATION_TASK)
+
     decisions: list[ConsolidationDecision] = Field(default_factory=list)
 
     @field_validator("decisions", mode="before")
@@ -282,6 +305,8 @@ class RememberedFact(_Lenient):
 
 
 class RememberResult(BaseModel):
+    model_config = task_schema(REMEMBER_RESULT_TASK)
+
     facts: list[RememberedFact] = Field(default_factory=list)
 
     @field_validator("facts", mode="before")

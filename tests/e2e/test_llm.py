@@ -28,7 +28,14 @@ from bot.memory.ports import (
     ToolCall,
     ToolResult,
 )
-from bot.memory.prompts import ConsolidationResult, ExtractionResult
+from bot.memory.prompts import (
+    CONSOLIDATION_TASK,
+    EXTRACTION_TASK,
+    REMEMBER_RESULT_TASK,
+    ConsolidationResult,
+    ExtractionResult,
+    RememberResult,
+)
 from standins.gemini import IMAGE_TOKENS, GeminiStandIn, function_parts, hashed_embedding, inline_parts
 
 API_KEY = "test-key-0123456789abcdef"
@@ -102,6 +109,22 @@ async def test_generate_json_round_trip_sends_schema_and_parses(
     assert request.json["systemInstruction"]["parts"][0]["text"] == "You list pets."
     assert request.json["contents"][0]["parts"][0]["text"] == "Alice: I have Tom and Rex"
     assert client.usage.snapshot()["extract"]["calls"] == 1
+
+
+async def test_the_schema_the_model_reads_describes_the_task_not_the_class(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    tasks = {
+        ExtractionResult: (EXTRACTION_TASK, '{"facts": []}'),
+        ConsolidationResult: (CONSOLIDATION_TASK, '{"decisions": [{"new_fact": 0, "decision": "KEEP"}]}'),
+        RememberResult: (REMEMBER_RESULT_TASK, '{"facts": []}'),
+    }
+    for schema, (task, answer) in tasks.items():
+        standin.generate_handler = lambda body, answer=answer: answer
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=schema)
+        sent = standin.requests[-1].json["generationConfig"]["responseSchema"]
+        assert sent["description"] == task
+        assert "answer" not in task.lower() and "schema" not in task.lower()  # a task, not engineering notes
 
 
 async def test_chat_stream_yields_chunks_that_join_to_the_answer(
