@@ -248,7 +248,8 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     names = {fold(h) for h in view.handles.values()} | {bot_name}
     secrets = set().union(*(secret_values(t) for t in texts.values()))  # however a fact words them
     for item in result.facts:
-        user_id = _speaker_of(item.speaker, view, humans)
+        # A fact without a speaker (a bare string) is the speaker's whose name it starts with.
+        user_id = _speaker_of(item.speaker or _named_subject(item.text, view) or "", view, humans)
         if user_id is None:
             log.info("refused an extracted fact about %r: not a human speaker of this chunk", item.speaker)
             continue

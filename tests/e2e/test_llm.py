@@ -558,7 +558,8 @@ async def test_a_reader_may_stop_early(standin: GeminiStandIn, client: GeminiCli
 async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
     standin: GeminiStandIn, client: GeminiClient
 ) -> None:
-    """Numbers for ids, nulls for empty values, odd decision words, a fence after a sentence."""
+    """Numbers for ids, nulls for empty values, other decision words and field names, a fence after a
+    sentence."""
     standin.generate_handler = lambda body: (
         "Here is the JSON you asked for:\n```json\n"
         + json.dumps(
@@ -583,7 +584,8 @@ async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
             "decisions": [
                 {"new_fact": 0, "decision": "invalidate", "target_fact_id": "fact-12", "reason": None},
                 {"new_fact": "1", "decision": " Merge ", "target_fact_id": 7, "merged_text": "x"},
-                {"new_fact": 2, "decision": "UPDATE"},
+                {"new_fact": 2, "decision": "UPDATE"},  # merge or replace? unreadable: dropped, never a KEEP
+                {"new_fact": 2, "action": "add"},  # another field name, another word for KEEP
                 {"new_fact": None, "decision": "KEEP"},
             ]
         }

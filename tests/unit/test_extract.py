@@ -214,3 +214,23 @@ def test_a_bot_line_never_becomes_the_fact_of_the_person_it_addresses() -> None:
         {"speaker": "bob", "text": "bob plays the cello in an orchestra", "sources": ["m1"]},
     )
     assert [f.text for f in accept_facts(result, chunk, view)] == ["bob plays the cello in an orchestra"]
+
+
+def test_the_field_names_models_use_and_bare_strings_are_read_with_the_same_checks() -> None:
+    alice, bob, _ = list(PEOPLE)
+    chunk = [message(1, alice, "I play the oboe"), message(2, bob, "I teach chemistry")]
+    view = render_chunk(chunk, NOW)
+    result = ExtractionResult.model_validate(
+        {
+            "facts": [
+                {"name": "alice", "fact": "alice plays the oboe", "ids": ["m1"]},
+                "bob teaches chemistry",  # a bare string: the speaker it names
+                "carol teaches chemistry",  # nobody of the chunk: refused
+            ]
+        }
+    )
+    kept = {(f.user_id, f.text, tuple(f.source_message_ids)) for f in accept_facts(result, chunk, view)}
+    assert kept == {
+        (alice, "alice plays the oboe", (chunk[0].message_id,)),
+        (bob, "bob teaches chemistry", (chunk[1].message_id,)),
+    }
