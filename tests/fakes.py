@@ -9,9 +9,9 @@ import math
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from bot.memory.ports import ChatTool, ChatTurn, ModelError, Purpose, ToolCall
+from bot.memory.ports import ChatTool, ChatTurn, ModelBadAnswer, ModelError, Purpose, ToolCall
 from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
@@ -69,6 +69,13 @@ class FakeEmbedder:
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+def keep_every_fact(payload: dict[str, Any]) -> dict[str, Any]:
+    """A consolidation answer deciding KEEP for each new fact asked about."""
+    return {
+        "decisions": [{"new_fact": item["new_fact"], "decision": "KEEP"} for item in payload["new_facts"]]
+    }
+
+
 class FakeLLM:
     """Answers generate_json from per-purpose handlers that receive the decoded prompt (JSON, or an
     extraction's transcript as `standins.brain.read_chunk` reads it)."""
@@ -76,7 +83,7 @@ class FakeLLM:
     def __init__(self, *, extract: Handler | None = None, consolidate: Handler | None = None) -> None:
         self.handlers: dict[Purpose, Handler] = {
             Purpose.EXTRACT: extract or (lambda payload: {"facts": []}),
-            Purpose.CONSOLIDATE: consolidate or (lambda payload: {"decisions": []}),
+            Purpose.CONSOLIDATE: consolidate or keep_every_fact,
         }
         self.calls: list[tuple[Purpose, dict[str, Any]]] = []
         self.fail_with: ModelError | None = None
@@ -89,7 +96,12 @@ class FakeLLM:
         self.calls.append((purpose, payload))
         if self.fail_with is not None:
             raise self.fail_with
-        return schema.model_validate(self.handlers[purpose](payload))
+        try:  # as the adapters read answers: one off the schema is a bad answer
+            return schema.model_validate(self.handlers[purpose](payload))
+        except ValidationError as exc:
+            raise ModelBadAnswer(
+                f"off the schema: {exc.errors()[0]}", purpose=purpose, retryable=True
+            ) from exc
 
     def count(self, purpose: Purpose) -> int:
         return sum(1 for p, _ in self.calls if p is purpose)

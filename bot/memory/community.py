@@ -3,10 +3,11 @@ channel (what its conversation was about), from the same extraction answer as th
 
 The model proposes, the bot decides, and what is made from messages follows them:
 - a community fact is kept only when most of its words are in the messages it cites (or, citing none,
-  in the messages that say it best), never when it is sensitive, reads as a fact about one speaker (a
-  person's facts are theirs, with their own rules), or is a question;
+  in the messages that say it best), never when it is sensitive, holds a secret (`durable.py`), reads
+  as a fact about one speaker (a person's facts are theirs, with their own rules), or only asks (a
+  question after a statement is dropped, the statement kept);
 - an episode's point is kept only when most of its words were said in its own channel by a person, so
-  no point carries another channel's words or the bot's; a sensitive point is left out, and so is one
+  no point carries another channel's words or the bot's; a sensitive point or a secret is left out, and so is one
   that repeats what the same answer marked sensitive anywhere else, or that is mostly a person's own
   fact (what people say of themselves stays in their facts, under their rules: /facts, the mention
   rule, forget);
@@ -21,6 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.memory.durable import holds_secret, secret_values, statements
 from bot.memory.models import (
     COMMUNITY_ID,
     COMMUNITY_NAME,
@@ -88,8 +90,9 @@ def accept_community(
     flagged += [p.text for e in result.episodes for p in e.points if p.sensitive]
     marked = [words for text in flagged if (words := stems(text) - names)]
     personal = [words for text in accepted if (words := stems(text) - names)]
-    reading.facts = _community_facts(result, chunk, local_ids, said, marked, about_speaker)
-    reading.episodes = _episodes(result, chunk, said, marked, personal, names)
+    secrets = set().union(*(secret_values(t) for t in said.values()))
+    reading.facts = _community_facts(result, chunk, local_ids, said, marked, about_speaker, secrets)
+    reading.episodes = _episodes(result, chunk, said, marked, personal, names, secrets)
     return reading
 
 
@@ -123,13 +126,17 @@ def _community_facts(
     said: dict[str, str],
     marked: list[set[str]],
     about_speaker: Callable[[str], bool],
+    secrets: set[str],
 ) -> list[NewFact]:
     scope = chunk[0].scope
     facts: dict[str, NewFact] = {}
     for item in result.community:
-        text = clean(strip_background_blocks(item.text), len(item.text))
+        text = statements(clean(strip_background_blocks(item.text), len(item.text)))
         words = stems(text)
-        if not worth_reading(text) or item.sensitive or text.rstrip().endswith("?"):
+        if not worth_reading(text) or item.sensitive:  # sensitive, or a question
+            continue
+        if holds_secret(text, secrets):
+            log.info("refused a community fact: it holds a secret")
             continue
         if len(words) < MIN_COMMUNITY_WORDS or folded_words(text) & MOMENT_WORDS:
             log.info("refused a community fact: small talk or of the moment, not durable")
@@ -165,6 +172,7 @@ def _episodes(
     marked: list[set[str]],
     personal: list[set[str]],
     names: set[str],
+    secrets: set[str],
 ) -> list[NewEpisode]:
     channels = chunk_channels(chunk)
     points: dict[str, list[str]] = {}
@@ -179,6 +187,9 @@ def _episodes(
             text = " ".join(clean(strip_background_blocks(point.text), len(point.text)).split())
             words = stems(text)
             if not worth_reading(text) or point.sensitive or len(text) > MAX_POINT_CHARS:
+                continue
+            if holds_secret(text, secrets):
+                log.info("left a point out of an episode: it holds a secret")
                 continue
             if text in kept or len(kept) >= MAX_POINTS_PER_EPISODE:
                 continue

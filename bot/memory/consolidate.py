@@ -18,7 +18,15 @@ from dataclasses import dataclass, replace
 
 from bot.memory.leases import Leases, person_key
 from bot.memory.models import MAX_FACT_CHARS, AppliedChange, Decision, Fact, NewEpisode, NewFact, Operation
-from bot.memory.ports import Embedder, JsonModel, ModelRefusal, Purpose, Storage, StorageWorker
+from bot.memory.ports import (
+    Embedder,
+    JsonModel,
+    ModelBadAnswer,
+    ModelRefusal,
+    Purpose,
+    Storage,
+    StorageWorker,
+)
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
@@ -30,6 +38,7 @@ from bot.memory.text import clean, content_words, fold, folded_words, worth_read
 log = logging.getLogger(__name__)
 
 MODEL_DECIDED = "the model's decision"  # an audit event's reason; what the model wrote is only logged
+DECISION_TRIES = 2  # asks for an answer that decides about at least one fact, before it is a bad answer
 
 
 @dataclass
@@ -112,10 +121,13 @@ class Consolidator:
         consumed_message_ids: Sequence[str] = (),
         user_names: dict[tuple[str, str], str] | None = None,
         read_texts: dict[str, str] | None = None,
+        last_try: bool = False,
     ) -> list[AppliedChange]:
         """Decide and apply, with the flush's `episodes`. Model errors propagate before anything is written.
 
         `read_texts` (message id -> the text extraction read) lets the write notice edits made meanwhile.
+        `last_try` (the flush's messages have had their unusable answers): a consolidation answer that
+        decides nothing keeps the new facts beside the old ones, so the channel is not held up for good.
         """
         facts = self._dedupe_exact(facts)
         refreshed: list[tuple[int, list[float]]] = []
@@ -134,7 +146,7 @@ class Consolidator:
         async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
             operations, pending = await self._triage(facts)
             if pending:
-                operations += await self._decide(pending)
+                operations += await self._decide(pending, last_try=last_try)
             return await self.store.call(
                 Storage.apply_flush,
                 [resolved(op) for op in operations],
@@ -250,24 +262,46 @@ class Consolidator:
             for position, p in enumerate(batch)
         ]
 
-    async def _decide(self, pending: list[_Pending]) -> list[Operation]:
+    async def _decide(self, pending: list[_Pending], *, last_try: bool = False) -> list[Operation]:
         operations: list[Operation] = []
         for batch in self._batches(pending):
             try:
-                result = await self.llm.generate_json(
-                    Purpose.CONSOLIDATE,
-                    system=CONSOLIDATE_SYSTEM,
-                    prompt=consolidation_prompt(self._items(batch)),
-                    schema=ConsolidationResult,
-                )
+                decisions = await self._decisions(batch)
             except ModelRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
                 log.info("Gemini refused to consolidate %d facts; keeping them as new: %s", len(batch), exc)
-                result = ConsolidationResult()
-            decisions: dict[int, ConsolidationDecision] = {}
-            for d in result.decisions:
-                decisions.setdefault(d.new_fact, d)
+                decisions = {}
+            except ModelBadAnswer as exc:
+                if not last_try:
+                    raise
+                log.warning(
+                    "no usable consolidation answer for %d facts; keeping them as new: %s", len(batch), exc
+                )
+                decisions = {}
             operations += [self._operation(p, decisions.get(position)) for position, p in enumerate(batch)]
         return operations
+
+    async def _decisions(self, batch: list[_Pending]) -> dict[int, ConsolidationDecision]:
+        """The model's decision per new fact of `batch`, by position. An answer none of whose decisions
+        names a fact of the batch decides nothing: it is asked again, then it is a bad answer (the flush
+        fails and its messages wait), never "keep everything"."""
+        for _ in range(DECISION_TRIES):
+            result = await self.llm.generate_json(
+                Purpose.CONSOLIDATE,
+                system=CONSOLIDATE_SYSTEM,
+                prompt=consolidation_prompt(self._items(batch)),
+                schema=ConsolidationResult,
+            )
+            decisions: dict[int, ConsolidationDecision] = {}
+            for d in result.decisions:
+                if 0 <= d.new_fact < len(batch):
+                    decisions.setdefault(d.new_fact, d)
+            if decisions:
+                return decisions
+            log.info("consolidation answered no decision about any of its %d facts", len(batch))
+        raise ModelBadAnswer(
+            f"consolidation answered no decision about any of its {len(batch)} facts, {DECISION_TRIES} times",
+            purpose=Purpose.CONSOLIDATE,
+        )
 
     @staticmethod
     def _operation(p: _Pending, d: ConsolidationDecision | None) -> Operation:
@@ -308,6 +342,9 @@ class Consolidator:
                 return Operation(
                     Decision.KEEP, p.fact, reason=f"merged text over {MAX_FACT_CHARS} characters"
                 )
+            if not same_topic(target.text, p.fact.text, p.fact.user_name):
+                log.info("a merge into fact %d joins facts about different things; keeping both", target.id)
+                return Operation(Decision.KEEP, p.fact, reason="merge of facts about different things")
             verdict = merge_verdict(target.text, p.fact.text, merged, p.fact.user_name)
             if verdict is not Decision.MERGE:
                 log.info("a merge into fact %d %s; applying %s", target.id, MERGE_FAULTS[verdict], verdict)
@@ -419,6 +456,14 @@ def _names_and_numbers(text: str, name: str) -> set[str]:
         for i, w in enumerate(words)
         if (any(c.isdigit() for c in w) or (i > 0 and w[:1].isupper())) and fold(w) not in own
     }
+
+
+def same_topic(old: str, new: str, name: str = "") -> bool:
+    """Whether two facts share an informative word besides their owner's name, as facts about the same
+    thing do ("lives in Paris" / "lives in Berlin now"). A small model merged a new job into a home
+    town and a new hobby into a passing mood (bench/quality.py); such facts share no word."""
+    names = content_words(name)
+    return bool((content_words(old) - names) & (content_words(new) - names))
 
 
 MERGE_FAULTS = {

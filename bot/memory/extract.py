@@ -4,7 +4,7 @@ The model proposes; this module disposes: a fact is accepted only for a human wh
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that
 one person's words can never become another person's memory. Sensitive facts (health, beliefs,
 finances, contact data ...) are never kept from ordinary chat: only when their owner asks
-(`remembering.py`).
+(`remembering.py`); secrets, moods, hypotheticals and questions never (`durable.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
+from bot.memory.durable import holds_secret, of_the_moment, secret_values, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, Purpose
 from bot.memory.prompts import (
@@ -206,15 +207,16 @@ def _about_owner(text: str, names: tuple[str, ...]) -> bool:
 def _copied_from(
     words: set[str], user_id: str, chunk: list[BufferedMessage], texts: dict[str, str]
 ) -> str | None:
-    """The author whose one line holds most of a fact's words when none of `user_id`'s lines holds as
-    many: the model copied someone else's line. None when the owner's lines do as well."""
+    """The author (BOT for the bot's turns) whose one line holds most of a fact's words when none of
+    `user_id`'s lines holds as many: the model copied someone else's line. None when the owner's lines
+    do as well."""
     if not words:
         return None
     best: dict[str, float] = {}
     for m in chunk:
-        if not m.is_bot:
-            share = _support(words, [texts[m.message_id]]) / len(words)
-            best[m.author_id] = max(best.get(m.author_id, 0.0), share)
+        author = BOT_HANDLE if m.is_bot else m.author_id
+        share = _support(words, [texts[m.message_id]]) / len(words)
+        best[author] = max(best.get(author, 0.0), share)
     own = best.get(user_id, 0.0)
     leader = max(best, key=lambda uid: best[uid])
     return leader if leader != user_id and best[leader] >= COPIED_SHARE and best[leader] > own else None
@@ -227,7 +229,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     bot) is refused whatever it cites; one whose words only someone else said is refused even when it
     cites the owner; one that cites a neighbour's message but whose words its owner did say is kept,
     with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
-    it (small models copy lines and file them under the wrong speaker), and is rewritten about them.
+    it (small models copy lines and file them under the wrong speaker), and is rewritten about them;
+    one copied from the bot's line is nobody's. Secrets, moods, hypotheticals and questions are refused
+    (a statement before a question keeps the statement).
     """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
@@ -242,16 +246,25 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     per_speaker: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     names = {fold(h) for h in view.handles.values()} | {bot_name}
+    secrets = set().union(*(secret_values(t) for t in texts.values()))  # however a fact words them
     for item in result.facts:
-        user_id = _speaker_of(item.speaker, view, humans)
+        # A fact without a speaker (a bare string) is the speaker's whose name it starts with.
+        user_id = _speaker_of(item.speaker or _named_subject(item.text, view) or "", view, humans)
         if user_id is None:
             log.info("refused an extracted fact about %r: not a human speaker of this chunk", item.speaker)
             continue
         text = clean(strip_background_blocks(item.text), len(item.text))
         if not worth_reading(text):
             continue
-        if text.rstrip().endswith("?"):  # a copied question ("should I get a tattoo?") states nothing
+        if holds_secret(text, secrets):
+            log.info("refused an extracted fact for %r: it holds a secret", user_id)
+            continue
+        text = statements(text)  # "We adopted a puppy! Any tips?" keeps its statement
+        if not worth_reading(text):  # a copied question ("should I get a tattoo?") states nothing
             log.info("refused an extracted fact for %r: it is a question", user_id)
+            continue
+        if of_the_moment(text):
+            log.info("refused an extracted fact for %r: a mood or a hypothetical, nothing lasting", user_id)
             continue
         if item.sensitive:  # kept only when the person asks for it (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
@@ -264,6 +277,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             continue
         words = {w for w in content_words(text) if w not in names}
         copied = _copied_from(words, user_id, chunk, texts)
+        if copied == BOT_HANDLE:  # the bot's words are no one's fact, whomever they address
+            log.info("refused an extracted fact for %r: the bot's line says it", user_id)
+            continue
         if copied is not None:
             if subject is not None:  # it names its speaker, but only someone else's line says it
                 log.info("refused an extracted fact for %r: another speaker's line says it", user_id)

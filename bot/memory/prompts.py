@@ -25,6 +25,28 @@ SENSITIVE_CATEGORIES = (
     "contact data (phone number, e-mail, exact location)"
 )
 DECISIONS = ("KEEP", "MERGE", "INVALIDATE", "DUPLICATE")
+# The other words models answer with for the four decisions.
+DECISION_WORDS = {
+    **dict.fromkeys(("ADD", "NEW", "STORE", "INSERT", "KEEP_BOTH", "KEEP BOTH", "SEPARATE"), "KEEP"),
+    **dict.fromkeys(("COMBINE", "JOIN", "UPDATE_MERGE"), "MERGE"),
+    **dict.fromkeys(("REPLACE", "SUPERSEDE", "SUPERSEDES", "CONTRADICT", "OVERRIDE"), "INVALIDATE"),
+    **dict.fromkeys(("SAME", "DUPE", "EXISTS", "ALREADY_KNOWN", "REDUNDANT"), "DUPLICATE"),
+}
+
+
+def renamed(value: Any, names: dict[str, tuple[str, ...]]) -> Any:
+    """An answer item with the field names models commonly use read as the schema's ("fact" for
+    "text", "id" for "target_fact_id"): the first one present, when the schema's own is missing."""
+    if not isinstance(value, dict):
+        return value
+    value = dict(value)
+    for field_name, others in names.items():
+        if field_name not in value:
+            for other in others:
+                if other in value:
+                    value[field_name] = value.pop(other)
+                    break
+    return value
 
 
 def valid_items(items: Any, model: type[BaseModel]) -> Any:
@@ -56,6 +78,25 @@ def sensitive_flag(value: Any) -> Any:
     return value
 
 
+def task_schema(sentence: str) -> ConfigDict:
+    """The description a model reads at the top of an answer's JSON schema: the task in one sentence.
+
+    Pydantic would send the class docstring, which is written for engineers (and once told a small
+    model about "error objects" and "another wrapping" instead of what to answer).
+    """
+    return ConfigDict(json_schema_extra={"description": sentence})
+
+
+EXTRACTION_TASK = (
+    "The durable facts each speaker states about themselves in the chat; with community memory, also "
+    "the server's own facts and what each channel talked about."
+)
+CONSOLIDATION_TASK = (
+    "One decision per new fact (KEEP, MERGE, INVALIDATE or DUPLICATE) against that fact's own candidates."
+)
+REMEMBER_RESULT_TASK = "The facts about themselves the person asked to be remembered, in the third person."
+
+
 class _Lenient(BaseModel):
     """Ids may come back as numbers, and empty values as null."""
 
@@ -64,7 +105,8 @@ class _Lenient(BaseModel):
 
 class ExtractedFact(_Lenient):
     speaker: str = Field(
-        description="the speaker the fact is about, by name as listed under Speakers; they said it themselves"
+        default="",
+        description="the speaker the fact is about, by name as listed under Speakers; they said it themselves",
     )
     text: str = Field(
         description="the fact in the third person, starting with the speaker's name, in their language"
@@ -79,15 +121,20 @@ class ExtractedFact(_Lenient):
 
     @model_validator(mode="before")
     @classmethod
-    def _older_names(cls, value: Any) -> Any:
-        """`user_id` and `source_message_ids` (the shape before compact chunks) mean the same."""
-        if isinstance(value, dict):
-            value = dict(value)
-            if "speaker" not in value and "user_id" in value:
-                value["speaker"] = value.pop("user_id")
-            if "sources" not in value and "source_message_ids" in value:
-                value["sources"] = value.pop("source_message_ids")
-        return value
+    def _other_names(cls, value: Any) -> Any:
+        """`user_id` and `source_message_ids` (the shape before compact chunks) mean the same, and so do
+        the names models use when the schema is not shown ("fact", "name"); a bare string is the text,
+        its speaker the name it starts with (`extract.accept_facts`)."""
+        if isinstance(value, str):
+            return {"text": value}
+        return renamed(
+            value,
+            {
+                "speaker": ("user_id", "name", "person", "user", "author", "who"),
+                "text": ("fact", "statement", "content", "fact_text"),
+                "sources": ("source_message_ids", "source", "ids", "message_ids", "messages"),
+            },
+        )
 
     @field_validator("sources", mode="before")
     @classmethod
@@ -150,6 +197,8 @@ class ExtractionResult(BaseModel):
     schema, not "nothing durable", or a chunk would be consumed without anyone being told. `community`
     and `episodes` may be missing: the people's facts are what a chunk must yield."""
 
+    model_config = task_schema(EXTRACTION_TASK)
+
     facts: list[ExtractedFact]
     community: list[CommunityFact] = Field(default_factory=list)
     episodes: list[ExtractedEpisode] = Field(default_factory=list)
@@ -174,6 +223,9 @@ class ExtractionResult(BaseModel):
 
 
 class ConsolidationDecision(_Lenient):
+    """One new fact's decision. A decision word it cannot read makes the item unusable (dropped alone),
+    never a KEEP: an answer with no usable decision is unusable whole (`ConsolidationResult`)."""
+
     new_fact: int = Field(description="index of the new fact in the request")
     decision: Literal["KEEP", "MERGE", "INVALIDATE", "DUPLICATE"]
     target_fact_id: int | None = Field(
@@ -185,12 +237,26 @@ class ConsolidationDecision(_Lenient):
     )
     reason: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _other_names(cls, value: Any) -> Any:
+        """The field names models use when they do not follow the schema ("id" for the candidate)."""
+        return renamed(
+            value,
+            {
+                "new_fact": ("new_fact_id", "new_fact_index", "index", "fact_index", "new"),
+                "decision": ("action", "verdict", "operation", "op", "result"),
+                "target_fact_id": ("target", "target_id", "fact_id", "candidate_id", "candidate", "id"),
+                "merged_text": ("merged", "merged_fact", "text", "new_text"),
+            },
+        )
+
     @field_validator("decision", mode="before")
     @classmethod
     def _known_decision(cls, value: Any) -> Any:
-        """ "keep" or " Merge " count; a word we do not know (or none) keeps the fact, the safe default."""
+        """ "keep", " Merge " or "replace" count; a word we do not know stays unreadable (the item is dropped)."""
         word = str(value or "").strip().upper()
-        return word if word in DECISIONS else "KEEP"
+        return DECISION_WORDS.get(word, word)
 
     @field_validator("target_fact_id", mode="before")
     @classmethod
@@ -208,12 +274,21 @@ class ConsolidationDecision(_Lenient):
 
 
 class ConsolidationResult(BaseModel):
-    decisions: list[ConsolidationDecision] = Field(default_factory=list)
+    """Required `decisions`, at least one of which fits: consolidation is only asked about facts that
+    need a decision, so `{}`, `{"decisions": []}` or the schema echoed back (`{"properties": ...}`) is
+    unusable (retried, then the facts wait), never "keep everything"."""
+
+    model_config = task_schema(CONSOLIDATION_TASK)
+
+    decisions: list[ConsolidationDecision]
 
     @field_validator("decisions", mode="before")
     @classmethod
     def _fitting_decisions(cls, value: Any) -> Any:
-        return valid_items(value, ConsolidationDecision)
+        kept = valid_items(value, ConsolidationDecision)
+        if isinstance(value, list) and not kept:
+            raise ValueError("no decision fits the schema")
+        return kept
 
 
 EXTRACT_SYSTEM = f"""{EXTRACT_TASK}
@@ -282,6 +357,8 @@ class RememberedFact(_Lenient):
 
 
 class RememberResult(BaseModel):
+    model_config = task_schema(REMEMBER_RESULT_TASK)
+
     facts: list[RememberedFact] = Field(default_factory=list)
 
     @field_validator("facts", mode="before")

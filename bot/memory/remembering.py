@@ -5,7 +5,8 @@ The model proposes, the bot decides. The model may point at the part of the pers
 a fact only when the person's own message says it, and a sensitive one only when that message asks to
 be remembered. Another member's message, an attachment or a recalled fact can therefore never make the
 bot store something for someone: the only text read is the author's own, and what the model adds to it
-is refused. A fact longer than `MAX_FACT_CHARS` is refused whole, never cut.
+is refused. A fact longer than `MAX_FACT_CHARS` is refused whole, never cut, and a secret (a password,
+key, code or card number: `durable.holds_secret`) is refused even when asked.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.memory.durable import holds_secret, secret_values
 from bot.memory.models import MAX_FACT_CHARS, NewFact, Origin
 from bot.memory.ports import JsonModel, Purpose
 from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
@@ -41,6 +43,7 @@ class Refusal(StrEnum):
     NOT_SAID = "not said in their message"
     SENSITIVE_UNASKED = "sensitive, and their message does not ask to remember it"
     TOO_LONG = f"longer than {MAX_FACT_CHARS} characters"
+    SECRET = "a password, key, code or card number"
 
     @property
     def told(self) -> str:
@@ -67,6 +70,10 @@ _TOLD = {
     Refusal.TOO_LONG: (
         f"That's too long for one fact (at most {MAX_FACT_CHARS} characters once written about you); "
         "tell me in shorter pieces."
+    ),
+    Refusal.SECRET: (
+        "That looks like a password, key, code or card number: I never keep those, even when asked. "
+        "A password manager is the place for them."
     ),
 }
 
@@ -122,11 +129,12 @@ async def remembered_facts(
         Purpose.EXTRACT, system=REMEMBER_SYSTEM, prompt=remember_prompt(name, request), schema=RememberResult
     )
     seen: set[str] = set()
+    secrets = secret_values(message)
     for item in result.facts:
         fact_text = clean(strip_background_blocks(item.text), len(item.text))
         if not worth_reading(fact_text) or fact_text.casefold() in seen:
             continue
-        refusal = _refusal(fact_text, message, name, sensitive=item.sensitive, asked=asked)
+        refusal = _refusal(fact_text, message, name, sensitive=item.sensitive, asked=asked, secrets=secrets)
         if refusal is not None:
             log.info("refused a fact %s asked to be remembered: %s", user_id, refusal.value)
             proposal.refused.append(refusal)
@@ -146,7 +154,11 @@ async def remembered_facts(
     return proposal
 
 
-def _refusal(fact: str, message: str, name: str, *, sensitive: bool, asked: bool) -> Refusal | None:
+def _refusal(
+    fact: str, message: str, name: str, *, sensitive: bool, asked: bool, secrets: set[str]
+) -> Refusal | None:
+    if holds_secret(fact, secrets):
+        return Refusal.SECRET
     if len(fact) > MAX_FACT_CHARS:
         return Refusal.TOO_LONG
     if not said_in(fact, message, name):

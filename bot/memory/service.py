@@ -426,6 +426,7 @@ class MemoryService:
                     consumed_message_ids=[i for i in ids if i not in left],  # skipped ones too
                     user_names=names,
                     read_texts={m.message_id: m.content for m in chunk},
+                    last_try=at_limit,
                 )
         except ModelError as exc:
             if isinstance(exc, ModelBadAnswer):  # counted apart from outages, which never cost messages

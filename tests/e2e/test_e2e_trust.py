@@ -488,6 +488,22 @@ async def test_a_planted_remember_keeps_only_the_authors_own_words_and_never_a_s
         assert ("alice has diabetes", True) in [(f.text, f.sensitive) for f in await w.facts(scope, w.alice)]
 
 
+async def test_a_password_or_a_mood_said_in_chat_is_never_stored_nor_kept_when_asked(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        scope = f"guild:{w.alpha.id}"
+        await w.say(
+            w.general, w.bob, "My wifi password is Tulip-42-river. I'm so tired today. I live in Oslo."
+        )
+        await w.flush()
+        assert [f.text for f in await w.facts(scope, w.bob)] == ["bob lives in Oslo"]
+        inter = await w.discord.invoke_command(
+            w.carol, "remember", channel_id=w.general, options={"text": "my bank pin is 4821"}
+        )
+        body = await inter.wait_response()
+        assert "I never keep those, even when asked" in body["data"]["content"]
+        assert await w.facts(scope, w.carol) == []
+
+
 async def test_remember_refuses_a_fact_too_long_to_keep_whole_and_never_cuts_one(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         scope = f"guild:{w.alpha.id}"

@@ -28,7 +28,14 @@ from bot.memory.ports import (
     ToolCall,
     ToolResult,
 )
-from bot.memory.prompts import ConsolidationResult, ExtractionResult
+from bot.memory.prompts import (
+    CONSOLIDATION_TASK,
+    EXTRACTION_TASK,
+    REMEMBER_RESULT_TASK,
+    ConsolidationResult,
+    ExtractionResult,
+    RememberResult,
+)
 from standins.gemini import IMAGE_TOKENS, GeminiStandIn, function_parts, hashed_embedding, inline_parts
 
 API_KEY = "test-key-0123456789abcdef"
@@ -102,6 +109,22 @@ async def test_generate_json_round_trip_sends_schema_and_parses(
     assert request.json["systemInstruction"]["parts"][0]["text"] == "You list pets."
     assert request.json["contents"][0]["parts"][0]["text"] == "Alice: I have Tom and Rex"
     assert client.usage.snapshot()["extract"]["calls"] == 1
+
+
+async def test_the_schema_the_model_reads_describes_the_task_not_the_class(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    tasks = {
+        ExtractionResult: (EXTRACTION_TASK, '{"facts": []}'),
+        ConsolidationResult: (CONSOLIDATION_TASK, '{"decisions": [{"new_fact": 0, "decision": "KEEP"}]}'),
+        RememberResult: (REMEMBER_RESULT_TASK, '{"facts": []}'),
+    }
+    for schema, (task, answer) in tasks.items():
+        standin.generate_handler = lambda body, answer=answer: answer
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=schema)
+        sent = standin.requests[-1].json["generationConfig"]["responseSchema"]
+        assert sent["description"] == task
+        assert "answer" not in task.lower() and "schema" not in task.lower()  # a task, not engineering notes
 
 
 async def test_chat_stream_yields_chunks_that_join_to_the_answer(
@@ -535,7 +558,8 @@ async def test_a_reader_may_stop_early(standin: GeminiStandIn, client: GeminiCli
 async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
     standin: GeminiStandIn, client: GeminiClient
 ) -> None:
-    """Numbers for ids, nulls for empty values, odd decision words, a fence after a sentence."""
+    """Numbers for ids, nulls for empty values, other decision words and field names, a fence after a
+    sentence."""
     standin.generate_handler = lambda body: (
         "Here is the JSON you asked for:\n```json\n"
         + json.dumps(
@@ -560,7 +584,8 @@ async def test_answers_valid_for_gemini_but_loose_in_details_are_read(
             "decisions": [
                 {"new_fact": 0, "decision": "invalidate", "target_fact_id": "fact-12", "reason": None},
                 {"new_fact": "1", "decision": " Merge ", "target_fact_id": 7, "merged_text": "x"},
-                {"new_fact": 2, "decision": "UPDATE"},
+                {"new_fact": 2, "decision": "UPDATE"},  # merge or replace? unreadable: dropped, never a KEEP
+                {"new_fact": 2, "action": "add"},  # another field name, another word for KEEP
                 {"new_fact": None, "decision": "KEEP"},
             ]
         }

@@ -10,8 +10,8 @@ import pytest
 
 from bot.memory.events import Forgotten, Learned, MemoryEvent
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
-from bot.memory.ports import ModelRefusal, Purpose
-from bot.memory.service import MemoryService
+from bot.memory.ports import ModelBadAnswer, ModelRefusal, Purpose
+from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
 from bot.storage import Store
 from tests.fakes import FakeEmbedder, FakeLLM, angled, unit
 
@@ -229,6 +229,70 @@ async def test_a_refusal_to_consolidate_keeps_the_new_fact_instead_of_blocking_t
     assert llm.count(Purpose.CONSOLIDATE) == 2  # the second call was refused ...
     assert active_texts(service.store.sync, "alice") == ["Alice lives in Berlin", "Alice lives in Lyon"]
     assert service.store.sync.count_pending() == 0  # ... and the flush went through
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"properties": {"decisions": {"type": "array", "items": {"type": "object"}}}},  # the schema, echoed
+        {},
+        {"decisions": []},
+        {"decisions": [{"new_fact": 7, "decision": "INVALIDATE", "target_fact_id": 1}]},  # no such fact
+        {"decisions": [{"new_fact": 0, "decision": "PONDER"}]},  # no such decision
+    ],
+)
+async def test_a_consolidation_answer_that_decides_nothing_is_unusable_and_the_facts_wait(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder, answer: dict[str, Any]
+) -> None:
+    await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Alice lives in Berlin"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice lives in Berlin", ["m1"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: answer
+    assert service.capture(msg("m1", "alice", "I moved to Berlin"), guild_id="100")
+    await service.capture_buffer.wait_written()
+    for _ in range(MAX_BAD_ANSWERS - 1):
+        with pytest.raises(ModelBadAnswer):
+            await service.flush_channel("c1")
+        assert active_texts(service.store.sync, "alice") == ["Alice lives in Paris"]  # nothing kept blindly
+        assert service.store.sync.count_pending() == 1  # the message waits
+    # Its last try keeps the new fact beside the old one rather than holding the channel up for good.
+    await service.flush_channel("c1")
+    assert active_texts(service.store.sync, "alice") == ["Alice lives in Berlin", "Alice lives in Paris"]
+    assert service.store.sync.count_pending() == 0
+
+
+async def test_the_field_names_models_use_for_a_decision_are_read(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Alice lives in Berlin"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = lambda payload: {"facts": [{"name": "Alice", "fact": "I live in Berlin"}]}
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [{"index": 0, "action": "Replace", "id": f"fact-{old}"}]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "I live in Berlin"))
+    assert active_texts(service.store.sync, "alice") == ["Alice lives in Berlin"]
+
+
+async def test_a_merge_joining_facts_about_different_things_keeps_both(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Alice works as a nurse"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice works as a nurse", ["m1"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [
+            {
+                "new_fact": 0,
+                "decision": "MERGE",
+                "target_fact_id": old,
+                "merged_text": "Alice lives in Paris and works as a nurse",
+            }
+        ]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "I work as a nurse"))
+    assert llm.count(Purpose.CONSOLIDATE) == 1
+    assert active_texts(service.store.sync, "alice") == ["Alice lives in Paris", "Alice works as a nurse"]
 
 
 async def test_duplicate_adds_nothing_but_the_source(

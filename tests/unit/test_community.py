@@ -191,3 +191,34 @@ def test_the_instruction_holds_no_example_a_model_could_return_as_a_fact() -> No
 
     instruction = extract_system(community=True)
     assert "Game night" not in instruction and "Fridays" not in instruction  # it once held one
+
+
+def test_a_shared_secret_is_no_community_fact_nor_an_episode_point_and_a_question_keeps_its_statement() -> (
+    None
+):
+    chunk = [
+        message(1, "11", "The wiki login is guild / Tulip-42-river, keep it between us"),
+        message(2, "12", "Raids are on Sundays at 18:00 UTC from now on. Who brings snacks?"),
+    ]
+    reading = accept(
+        chunk,
+        {
+            "community": [
+                {"text": "The wiki login is guild / Tulip-42-river", "sources": ["m1"]},
+                {"text": "The wiki is reached with Tulip-42-river", "sources": ["m1"]},
+                {"text": "Raids are on Sundays at 18:00 UTC. Who brings snacks?", "sources": ["m2"]},
+            ],
+            "episodes": [
+                {
+                    "channel": 1,
+                    "points": [
+                        {"text": "the wiki login is Tulip-42-river", "sources": ["m1"]},
+                        {"text": "raids moved to Sundays at 18:00 UTC", "sources": ["m2"]},
+                    ],
+                }
+            ],
+        },
+    )
+    assert [f.text for f in reading.facts] == ["Raids are on Sundays at 18:00 UTC."]
+    [episode] = reading.episodes
+    assert "Tulip" not in episode.summary and "Sundays" in episode.summary

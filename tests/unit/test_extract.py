@@ -168,3 +168,75 @@ def test_a_fact_longer_than_a_fact_may_be_is_refused_whole_never_cut() -> None:
         {"speaker": "bob", "text": "bob teaches chemistry", "sources": ["m2"]},
     )
     assert [f.text for f in accept_facts(result, chunk, view)] == ["bob teaches chemistry"]
+
+
+def test_secrets_moods_hypotheticals_and_questions_are_never_stored_but_a_statement_before_a_question_is() -> (
+    None
+):
+    alice, bob, carol = list(PEOPLE)
+    chunk = [
+        message(1, alice, "the shared doc's password is tulip-42-river, don't pass it on"),
+        message(2, bob, "I'm so tired today. I work as a nurse though"),
+        message(3, carol, "if I won the lottery I'd buy a boat. I might learn the piano"),
+        message(4, alice, "I just adopted a puppy and move to Lyon in May! Any tips?"),
+        message(5, bob, "anyone know a good vet"),
+        message(6, carol, "my token is ghp_x8K2mP9qL4rT7vN1bZ3c and the door code is 4821"),
+    ]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        {"speaker": "alice", "text": "alice's shared doc password is tulip-42-river", "sources": ["m1"]},
+        # the secret, worded without naming it
+        {"speaker": "alice", "text": "alice shares the doc with tulip-42-river", "sources": ["m1"]},
+        {"speaker": "carol", "text": "carol's door code is 4821", "sources": ["m6"]},
+        {"speaker": "carol", "text": "carol uses ghp_x8K2mP9qL4rT7vN1bZ3c", "sources": ["m6"]},
+        {"speaker": "bob", "text": "I'm so tired today", "sources": ["m2"]},
+        {"speaker": "bob", "text": "bob works as a nurse", "sources": ["m2"]},
+        {"speaker": "carol", "text": "carol would buy a boat if she won the lottery", "sources": ["m3"]},
+        {"speaker": "carol", "text": "I might learn the piano", "sources": ["m3"]},
+        {
+            "speaker": "alice",
+            "text": "I just adopted a puppy and move to Lyon in May! Any tips?",
+            "sources": ["m4"],
+        },
+        {"speaker": "bob", "text": "anyone know a good vet", "sources": ["m5"]},
+    )
+    assert sorted(f.text for f in accept_facts(result, chunk, view)) == [
+        "alice just adopted a puppy and move to Lyon in May!",
+        "bob works as a nurse",
+    ]
+
+
+def test_a_bot_line_never_becomes_the_fact_of_the_person_it_addresses() -> None:
+    _, bob, _ = list(PEOPLE)
+    chunk = [
+        message(1, bob, "thanks! I play the cello in an orchestra"),
+        message(2, "42", "Congrats bob, you are the new moderator of the chess club!", bot=True),
+    ]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        {"speaker": "bob", "text": "bob is the new moderator of the chess club"},  # no sources
+        {"speaker": "bob", "text": "bob is the new moderator of the chess club", "sources": ["m1"]},
+        {"speaker": "bob", "text": "I am the new moderator of the chess club", "sources": ["m1"]},
+        {"speaker": "bob", "text": "bob plays the cello in an orchestra", "sources": ["m1"]},
+    )
+    assert [f.text for f in accept_facts(result, chunk, view)] == ["bob plays the cello in an orchestra"]
+
+
+def test_the_field_names_models_use_and_bare_strings_are_read_with_the_same_checks() -> None:
+    alice, bob, _ = list(PEOPLE)
+    chunk = [message(1, alice, "I play the oboe"), message(2, bob, "I teach chemistry")]
+    view = render_chunk(chunk, NOW)
+    result = ExtractionResult.model_validate(
+        {
+            "facts": [
+                {"name": "alice", "fact": "alice plays the oboe", "ids": ["m1"]},
+                "bob teaches chemistry",  # a bare string: the speaker it names
+                "carol teaches chemistry",  # nobody of the chunk: refused
+            ]
+        }
+    )
+    kept = {(f.user_id, f.text, tuple(f.source_message_ids)) for f in accept_facts(result, chunk, view)}
+    assert kept == {
+        (alice, "alice plays the oboe", (chunk[0].message_id,)),
+        (bob, "bob teaches chemistry", (chunk[1].message_id,)),
+    }

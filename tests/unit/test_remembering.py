@@ -83,3 +83,14 @@ def test_text_cut_for_length_ends_at_a_whole_word() -> None:
     assert clean(text, 20) == "Carol really likes"
     assert cut("x" * 50, 20) == "x" * 20  # one word longer than the limit: cut where it must be
     assert cut(text, 100) == text
+
+
+async def test_a_secret_is_never_kept_even_when_asked() -> None:
+    llm = answering(
+        ("Ana's wifi password is Tulip-42-river", False), ("Ana uses Tulip-42-river at home", False)
+    )
+    proposal = await propose(llm, "remember my wifi password is Tulip-42-river, I use it at home", asked=True)
+    assert proposal.facts == [] and proposal.refused == [Refusal.SECRET, Refusal.SECRET]
+    assert "never keep" in Refusal.SECRET.told
+    kept = await propose(answering(("Ana lives in Oslo", False)), "remember that I live in Oslo")
+    assert [f.text for f in kept.facts] == ["Ana lives in Oslo"]
