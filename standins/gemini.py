@@ -299,6 +299,10 @@ class GeminiStandIn(LocalServer):
             text = MALFORMED_TEXT
         else:
             text, calls = await generated(self.generate_handler, body)
+        finish = "STOP"
+        limit = (body.get("generationConfig") or {}).get("maxOutputTokens")
+        if limit is not None and not calls and tokens(len(text)) > limit:  # cut off, as Gemini does
+            text, finish = text[: 4 * limit], "MAX_TOKENS"
         output_tokens = tokens(len(text) + sum(len(json.dumps(c)) for c in calls))
         self.counters[kind]["prompt_tokens"] += prompt
         self.counters[kind]["output_tokens"] += output_tokens
@@ -306,7 +310,7 @@ class GeminiStandIn(LocalServer):
         if kind == "generate":
             return web.json_response(
                 {
-                    "candidates": [_candidate(text, "STOP", calls)],
+                    "candidates": [_candidate(text, finish, calls)],
                     "usageMetadata": _usage(prompt, output_tokens),
                     "modelVersion": model,
                     "responseId": response_id,
@@ -320,7 +324,7 @@ class GeminiStandIn(LocalServer):
             so_far = tokens(sum(len(p) for p in pieces[: index + 1]))
             chunks.append(
                 {
-                    "candidates": [_candidate(piece, "STOP" if last else None, calls if last else [])],
+                    "candidates": [_candidate(piece, finish if last else None, calls if last else [])],
                     "usageMetadata": _usage(prompt, so_far),
                     "modelVersion": model,
                     "responseId": response_id,

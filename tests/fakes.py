@@ -86,14 +86,24 @@ class FakeLLM:
             Purpose.CONSOLIDATE: consolidate or keep_every_fact,
         }
         self.calls: list[tuple[Purpose, dict[str, Any]]] = []
+        self.limits: list[int | None] = []  # each call's max_output_tokens
         self.fail_with: ModelError | None = None
 
-    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
+    async def generate_json(
+        self,
+        purpose: Purpose,
+        *,
+        system: str,
+        prompt: str,
+        schema: type[T],
+        max_output_tokens: int | None = None,
+    ) -> T:
         try:
             payload = json.loads(prompt)
         except ValueError:  # an extraction's compact transcript
             payload = read_chunk(prompt)
         self.calls.append((purpose, payload))
+        self.limits.append(max_output_tokens)
         if self.fail_with is not None:
             raise self.fail_with
         try:  # as the adapters read answers: one off the schema is a bad answer

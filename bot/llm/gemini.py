@@ -30,6 +30,7 @@ from bot.memory.ports import (
     ChatTool,
     ChatTurn,
     InlineData,
+    ModelCutOff,
     ModelError,
     ModelRefusal,
     Purpose,
@@ -139,11 +140,21 @@ class GeminiClient(RetryingClient):
 
     # ---- structured JSON --------------------------------------------------------------------------------
 
-    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
-        """Ask the memory model for an answer shaped like `schema`; malformed answers are retried."""
+    async def generate_json(
+        self,
+        purpose: Purpose,
+        *,
+        system: str,
+        prompt: str,
+        schema: type[T],
+        max_output_tokens: int | None = None,
+    ) -> T:
+        """Ask the memory model for an answer shaped like `schema`; malformed answers are retried, one cut
+        off at `max_output_tokens` (finish reason MAX_TOKENS) is ModelCutOff at once."""
         config = types.GenerateContentConfig(
             system_instruction=system or None,
             temperature=JSON_TEMPERATURE,
+            max_output_tokens=max_output_tokens,
             response_mime_type="application/json",
             response_schema=schema,
             automatic_function_calling=_NO_AFC,
@@ -155,6 +166,11 @@ class GeminiClient(RetryingClient):
             )
             self.usage.record(purpose, *_tokens(response.usage_metadata))
             self._raise_if_refused(purpose, response, final=True)
+            if _finish_reason(response) == "MAX_TOKENS":
+                raise ModelCutOff(
+                    f"Gemini's answer reached its limit of {max_output_tokens} tokens and was cut off",
+                    purpose=purpose,
+                )
             # A long answer takes a while to read: a worker thread keeps the event loop (and heartbeats) free.
             return await asyncio.to_thread(read_answer, schema, _text_of(response), self.provider)
 
@@ -310,6 +326,10 @@ class GeminiClient(RetryingClient):
                 if match:
                     return max(0.0, float(match.group(1)))
         return None
+
+
+def _finish_reason(response: types.GenerateContentResponse) -> str:
+    return _enum_text(response.candidates[0].finish_reason) if response.candidates else ""
 
 
 def _contents(turns: Sequence[ChatTurn]) -> list[types.Content]:

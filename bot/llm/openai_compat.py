@@ -36,6 +36,7 @@ from bot.memory.ports import (
     ChatTool,
     ChatTurn,
     InlineData,
+    ModelCutOff,
     ModelError,
     ModelRefusal,
     Purpose,
@@ -174,13 +175,23 @@ class OpenAICompatClient(RetryingClient):
 
     # ---- structured JSON --------------------------------------------------------------------------------
 
-    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T:
-        """Ask the memory model for an answer shaped like `schema`: validated, repaired once, retried."""
+    async def generate_json(
+        self,
+        purpose: Purpose,
+        *,
+        system: str,
+        prompt: str,
+        schema: type[T],
+        max_output_tokens: int | None = None,
+    ) -> T:
+        """Ask the memory model for an answer shaped like `schema`: validated, repaired once, retried; one
+        cut off at `max_output_tokens` (finish reason "length") is ModelCutOff at once."""
+        limit = self._token_limit(max_output_tokens)
         schema_text = json.dumps(schema.model_json_schema(), separators=(",", ":"))
 
         async def attempt() -> T:
             messages: list[Any] = [{"role": "user", "content": prompt}]
-            answer = await self._json_answer(purpose, system, messages, schema, schema_text)
+            answer = await self._json_answer(purpose, system, messages, schema, schema_text, limit)
             try:
                 return await asyncio.to_thread(read_answer, schema, answer, self.provider)
             except OffSchemaAnswer as exc:
@@ -189,10 +200,17 @@ class OpenAICompatClient(RetryingClient):
                     {"role": "assistant", "content": answer},
                     {"role": "user", "content": REPAIR.format(error=exc, schema=schema_text)},
                 ]
-                repaired = await self._json_answer(purpose, system, messages, schema, schema_text)
+                repaired = await self._json_answer(purpose, system, messages, schema, schema_text, limit)
                 return await asyncio.to_thread(read_answer, schema, repaired, self.provider)
 
         return await self._with_retries(purpose, attempt)
+
+    def _token_limit(self, tokens: int | None) -> dict[str, int]:
+        """The answer's token limit as the endpoint names it: OpenAI's own API wants
+        `max_completion_tokens` (its reasoning models refuse `max_tokens`), local servers `max_tokens`."""
+        if tokens is None:
+            return {}
+        return {"max_completion_tokens" if self.provider == "OpenAI" else "max_tokens": tokens}
 
     def _json_instruction(self, system: str, schema_text: str) -> str:
         features = self.features
@@ -214,13 +232,19 @@ class OpenAICompatClient(RetryingClient):
             )
 
     async def _json_answer(
-        self, purpose: Purpose, system: str, turns: list[Any], schema: type[T], schema_text: str
+        self,
+        purpose: Purpose,
+        system: str,
+        turns: list[Any],
+        schema: type[T],
+        schema_text: str,
+        limit: dict[str, int],
     ) -> str:
         """One JSON request in the best mode the endpoint takes (stepping down on a 400 naming it)."""
         while True:
             instruction = self._json_instruction(system, schema_text)
             messages = [{"role": "system", "content": instruction}, *turns] if instruction else turns
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = dict(limit)
             mode = self.features.json_mode
             if mode == "schema":
                 options["response_format"] = {
@@ -260,6 +284,10 @@ class OpenAICompatClient(RetryingClient):
             raise ModelRefusal(
                 f"{self.provider} would not answer ({refusal or 'finish reason content_filter'})",
                 purpose=purpose,
+            )
+        if choice.finish_reason == "length":
+            raise ModelCutOff(
+                f"{self.provider}'s answer reached its token limit and was cut off", purpose=purpose
             )
         return str(choice.message.content or "")
 

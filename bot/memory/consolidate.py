@@ -26,6 +26,7 @@ from bot.memory.ports import (
     Purpose,
     Storage,
     StorageWorker,
+    answer_budget,
 )
 from bot.memory.prompts import (
     CONSOLIDATE_SYSTEM,
@@ -290,6 +291,7 @@ class Consolidator:
                 system=CONSOLIDATE_SYSTEM,
                 prompt=consolidation_prompt(self._items(batch)),
                 schema=ConsolidationResult,
+                max_output_tokens=answer_budget(len(batch)),
             )
             decisions: dict[int, ConsolidationDecision] = {}
             for d in result.decisions:

@@ -17,7 +17,7 @@ from datetime import date, datetime
 from bot.memory.community import accept_community, chunk_channels
 from bot.memory.durable import holds_secret, of_the_moment, secret_values, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
-from bot.memory.ports import JsonModel, Purpose
+from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts import (
     ExtractionResult,
     extract_system,
@@ -147,6 +147,7 @@ async def extract_chunk(
         system=extract_system(community=community),
         prompt=view.prompt,
         schema=ExtractionResult,
+        max_output_tokens=answer_budget(len(chunk)),
     )
     facts = accept_facts(result, chunk, view)
     if not community:

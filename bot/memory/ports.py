@@ -82,6 +82,25 @@ class ModelBadAnswer(ModelError):
     """
 
 
+class ModelCutOff(ModelBadAnswer):
+    """The answer reached its output token limit and was cut off (a model copying lines or looping).
+
+    It is never read as a possibly-partial list, and asking again the same way loops the same way: the
+    caller asks about less instead.
+    """
+
+
+ANSWER_BASE_TOKENS = 512
+ANSWER_TOKENS_PER_ITEM = 128
+ANSWER_MAX_TOKENS = 8192
+
+
+def answer_budget(items: int) -> int:
+    """The output tokens an answer about `items` messages or facts may take: enough for a few facts of
+    each, small enough that a model looping over its input is cut off soon (and the input split)."""
+    return min(ANSWER_MAX_TOKENS, ANSWER_BASE_TOKENS + ANSWER_TOKENS_PER_ITEM * max(1, items))
+
+
 @dataclass(frozen=True)
 class InlineData:
     """Bytes the chat model reads as they are (an image), with their MIME type."""
@@ -163,9 +182,12 @@ class Embedder(Protocol):
 
 
 class JsonModel(Protocol):
-    """Structured answers: the engine's extraction and consolidation calls."""
+    """Structured answers: the engine's extraction and consolidation calls. An answer longer than
+    `max_output_tokens` raises ModelCutOff."""
 
-    async def generate_json(self, purpose: Purpose, *, system: str, prompt: str, schema: type[T]) -> T: ...
+    async def generate_json(
+        self, purpose: Purpose, *, system: str, prompt: str, schema: type[T], max_output_tokens: int
+    ) -> T: ...
 
 
 class ChatModel(Protocol):

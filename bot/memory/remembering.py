@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from bot.memory.durable import holds_secret, secret_values
 from bot.memory.models import MAX_FACT_CHARS, NewFact, Origin
-from bot.memory.ports import JsonModel, Purpose
+from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.text import clean, stems, strip_background_blocks, worth_reading
 
@@ -126,7 +126,11 @@ async def remembered_facts(
             proposal.refused.append(Refusal.NOT_SAID)
         return proposal
     result = await llm.generate_json(
-        Purpose.EXTRACT, system=REMEMBER_SYSTEM, prompt=remember_prompt(name, request), schema=RememberResult
+        Purpose.EXTRACT,
+        system=REMEMBER_SYSTEM,
+        prompt=remember_prompt(name, request),
+        schema=RememberResult,
+        max_output_tokens=answer_budget(request.count("\n") + 1),  # a line or a few facts each
     )
     seen: set[str] = set()
     secrets = secret_values(message)

@@ -57,6 +57,7 @@ from bot.memory.ports import (
     Embedder,
     JsonModel,
     ModelBadAnswer,
+    ModelCutOff,
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
@@ -466,7 +467,9 @@ class MemoryService:
         """The facts of `part`, read in smaller parts apart when the input is at fault.
 
         A refusal is about the text, so asking again never helps: the part is split (by channel, then in
-        halves) until the message at fault is found and skipped. An unusable answer may be the model's
+        halves) until the message at fault is found and skipped. An answer cut off at its token limit
+        (ModelCutOff) is split at once too, since the same question loops the same way; for one message
+        it is an unusable answer. An unusable answer may be the model's
         flakiness, so it is split only under an `isolation` (the chunk has had its MAX_BAD_ANSWERS), and
         a message that came out of a split is asked again alone (`alone_again`) before it is given up.
         Either way everyone else's facts are learned; an outage propagates and costs nothing.
@@ -482,6 +485,8 @@ class MemoryService:
                 return Reading(refused=part)
             return await self._read_apart(part, isolation)
         except ModelBadAnswer as exc:
+            if isinstance(exc, ModelCutOff) and len(part) > 1:
+                return await self._read_apart(part, isolation)  # asked the same way, it loops the same way
             if isolation is None:
                 raise
             if len(part) == 1 and not alone_again:

@@ -22,6 +22,7 @@ from bot.memory.ports import (
     ChatTool,
     ChatTurn,
     InlineData,
+    ModelCutOff,
     ModelError,
     ModelRefusal,
     Purpose,
@@ -109,6 +110,23 @@ async def test_generate_json_round_trip_sends_schema_and_parses(
     assert request.json["systemInstruction"]["parts"][0]["text"] == "You list pets."
     assert request.json["contents"][0]["parts"][0]["text"] == "Alice: I have Tom and Rex"
     assert client.usage.snapshot()["extract"]["calls"] == 1
+
+
+async def test_json_carries_its_token_limit_and_an_answer_cut_at_it_is_cut_off_not_retried(
+    standin: GeminiStandIn, client: GeminiClient
+) -> None:
+    standin.generate_handler = lambda body: PETS_JSON
+    assert (
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets, max_output_tokens=64)
+    ).owner == "Alice"
+    assert standin.requests[-1].json["generationConfig"]["maxOutputTokens"] == 64
+
+    looping = '{"owner": "Alice", "pets": [' + ", ".join(['{"name": "Tom", "species": "cat"}'] * 40) + "]}"
+    standin.generate_handler = lambda body: looping  # a model copying the same line until the limit
+    standin.requests.clear()
+    with pytest.raises(ModelCutOff, match="limit of 64 tokens"):
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets, max_output_tokens=64)
+    assert len(standin.requests) == 1  # asked again the same way it would loop the same way
 
 
 async def test_the_schema_the_model_reads_describes_the_task_not_the_class(

@@ -25,6 +25,7 @@ from bot.memory.ports import (
     ChatTurn,
     InlineData,
     ModelBadAnswer,
+    ModelCutOff,
     ModelError,
     ModelKeyRejected,
     ModelRefusal,
@@ -234,6 +235,31 @@ async def test_json_asks_for_the_schema_and_counts_tokens(
     ]
     usage = client.usage.snapshot()["extract"]
     assert usage["calls"] == 1 and usage["prompt_tokens"] > 0 and usage["output_tokens"] == 7
+
+
+async def test_json_carries_its_token_limit_and_an_answer_cut_at_it_is_cut_off_not_retried(
+    endpoint: Endpoint, client: OpenAICompatClient
+) -> None:
+    endpoint.answer = lambda body: '{"owner": "Ana", "pets": ["Tom"]}'
+    assert (
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets, max_output_tokens=64)
+    ).pets == ["Tom"]
+    assert endpoint.requests[-1]["max_tokens"] == 64 and "max_completion_tokens" not in endpoint.requests[-1]
+
+    endpoint.finish = "length"  # valid JSON, but cut at the limit: possibly a partial list
+    endpoint.requests.clear()
+    with pytest.raises(ModelCutOff):
+        await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets, max_output_tokens=64)
+    assert len(endpoint.requests) == 1  # asked again the same way it would loop the same way
+
+    openai_api = make_client(endpoint)
+    openai_api.provider = "OpenAI"  # OpenAI's own API: its reasoning models refuse max_tokens
+    with pytest.raises(ModelCutOff):
+        await openai_api.generate_json(
+            Purpose.EXTRACT, system="s", prompt="p", schema=Pets, max_output_tokens=64
+        )
+    assert endpoint.requests[-1]["max_completion_tokens"] == 64 and "max_tokens" not in endpoint.requests[-1]
+    await openai_api.aclose()
 
 
 async def test_json_steps_down_to_json_mode_then_to_the_schema_in_the_instruction(

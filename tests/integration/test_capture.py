@@ -19,7 +19,7 @@ from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
 from bot.memory.events import MemoryEvent, Skipped
 from bot.memory.models import BufferedMessage, NewFact
-from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose
+from bot.memory.ports import ModelBadAnswer, ModelCutOff, ModelError, ModelRefusal, Purpose, answer_budget
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
 from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage
@@ -480,6 +480,42 @@ async def test_a_message_gemini_refuses_to_read_is_skipped_and_the_rest_still_le
     assert sorted(learned) == ["Alice said: I like tea", "Alice said: I run", "Bob said: I live in Oslo"]
     assert await pending(service) == []
     assert [(e.kind, e.messages) for e in events if isinstance(e, Skipped)] == [("skipped", 1)]
+
+
+async def test_an_answer_cut_off_at_its_limit_splits_the_chunk_at_once_and_every_message_is_learned(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    def loops_over_two(payload: dict[str, Any]) -> dict[str, Any]:
+        if len(payload["messages"]) > 2:  # a small model copying every line until the limit
+            raise ModelCutOff("the answer reached its token limit", purpose=Purpose.EXTRACT)
+        return echo_extractor(payload)
+
+    llm.handlers[Purpose.EXTRACT] = loops_over_two
+    events: list[MemoryEvent] = []
+    service.add_listener(events.append)
+    texts = ["I live in Oslo", "I like tea", "I run", "I have a cat", "I play chess"]
+    await alice_says(service, texts)
+    await service.flush_now()  # the first flush: no bad answers counted yet, no isolation budget
+    assert await learned(service) == sorted(f"Alice said: {t}" for t in texts)
+    assert await pending(service) == []
+    assert not [e for e in events if isinstance(e, Skipped)]
+    sizes = [len(p["messages"]) for purpose, p in llm.calls if purpose is Purpose.EXTRACT]
+    assert sizes == [5, 2, 3, 1, 2]  # split in halves, never asked again whole
+    extract_limits = [
+        n for (purpose, _), n in zip(llm.calls, llm.limits, strict=True) if purpose is Purpose.EXTRACT
+    ]
+    assert extract_limits == [answer_budget(n) for n in sizes]  # each call's budget sized to its part
+
+
+async def test_a_single_message_whose_answer_is_cut_off_stays_pending_until_its_limit(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.fail_with = ModelCutOff("the answer reached its token limit", purpose=Purpose.EXTRACT)
+    service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
+    await service.capture_buffer.wait_written()
+    with pytest.raises(ModelCutOff):
+        await service.flush_channel("c1")
+    assert await pending(service) == ["I live in Oslo"]  # never consumed with nothing learned
 
 
 async def test_a_chunk_that_keeps_getting_unusable_answers_is_skipped_but_an_outage_is_waited_out(
