@@ -210,6 +210,8 @@ class GeminiStandIn(LocalServer):
         self.generate_handler: GenerateHandler = _default_generate
         self.embed_handler: EmbedHandler = hashed_embedding
         self.stream_chunk_size = 40
+        # An endpoint (or proxy) that ignores `maxOutputTokens` and answers at any length.
+        self.ignores_max_tokens = False
 
     # ---- test controls --------------------------------------------------------------------------------------
 
@@ -301,7 +303,8 @@ class GeminiStandIn(LocalServer):
             text, calls = await generated(self.generate_handler, body)
         finish = "STOP"
         limit = (body.get("generationConfig") or {}).get("maxOutputTokens")
-        if limit is not None and not calls and tokens(len(text)) > limit:  # cut off, as Gemini does
+        if limit is not None and not calls and tokens(len(text)) > limit and not self.ignores_max_tokens:
+            # cut off, as Gemini does
             text, finish = text[: 4 * limit], "MAX_TOKENS"
         output_tokens = tokens(len(text) + sum(len(json.dumps(c)) for c in calls))
         self.counters[kind]["prompt_tokens"] += prompt
