@@ -16,7 +16,8 @@ knows a memory task by the marker that starts the system messages: a schema the 
 instruction goes after it). Switches make
 it act like an endpoint that does less (`ignores_response_format`, `rejects_json_schema`, `no_tools`,
 `no_images`; `like_llama_cpp`: all that llama-cpp-python's server does differently), and tests queue
-faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and `malformed_next`. Requests are recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
+faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and `malformed_next`. Requests are
+recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
 """
 
 from __future__ import annotations
