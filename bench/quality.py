@@ -1,10 +1,15 @@
 """Memory quality with a real model in the loop: what the pipeline learns from a chat with ground truth.
 
     python -m bench.quality --local          # starts bench.local_model (Qwen2.5-Coder-1.5B + MiniLM)
+    python -m bench.quality --llama-server   # starts llama-cpp-python's server with the same GGUF, and
+                                             # MiniLM's /v1/embeddings (bench.local_model --embed-only)
     GEMINI_BASE_URL=http://127.0.0.1:8765 GEMINI_API_KEY=x python -m bench.quality
     GEMINI_API_KEY=... python -m bench.quality          # real Gemini (no base URL)
+    MODEL_PROVIDER=openai OPENAI_BASE_URL=... python -m bench.quality   # any provider, set as for the bot
 
-Two parts, both through the bot's own code and any Gemini-compatible endpoint:
+Two parts, both through the bot's own code and model clients (`app.open_models`), on any provider the
+bot takes; the model settings (MODEL_PROVIDER, OPENAI_*, EMBEDDING_*, GEMINI_*, CHAT_MODEL, MEMORY_MODEL)
+come from the environment as the bot reads them, everything else is the bot's defaults:
 
 1. **The chat** (`bench/quality_script.py`): 150 messages of 5 people in one channel, captured with
    `MemoryService.capture()` into a temporary SQLite database and flushed every 50 messages (a busy
@@ -25,9 +30,10 @@ Two parts, both through the bot's own code and any Gemini-compatible endpoint:
    a flush would send them. A decision is right when it is the expected one with the expected target
    (ADD counts as KEEP).
 
-Per generate call: seconds (wall clock at the client) and tokens (the answer's usageMetadata); per 100
+Per generate call: seconds (wall clock at the client) and tokens (the answer's usage); per 100
 messages: generate calls and embedding requests. Writes bench/results/quality.json
-(`quality.partial.json` for --quick, which runs the first two phases: 100 messages, 2 flushes).
+(`quality_llama_server.json` with --llama-server; `.partial.json` for --quick, which runs the first two
+phases: 100 messages, 2 flushes). `--beside A.json B.json` prints two written results side by side.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -47,7 +54,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, machine, table, write_json
+from bench.common import CACHE, ROOT, machine, table, write_json
 from bench.quality_script import (
     CHANNEL,
     PEOPLE,
@@ -62,13 +69,12 @@ from bench.quality_script import (
     messages,
     script,
 )
-from bot.app import open_memory
-from bot.config import Settings
-from bot.llm.gemini import GeminiClient
+from bot.app import Models, open_memory, open_models, open_store
+from bot.config import Settings, load_settings
 from bot.memory.consolidate import Consolidator, cosine_distance
-from bot.memory.models import AppliedChange, Fact, NewFact
+from bot.memory.models import COMMUNITY_NAME, AppliedChange, Fact, NewFact
 from bot.memory.ports import Purpose
-from bot.storage import AsyncStore, Store
+from bot.storage import Store
 
 DECIDE_GROUP = 5
 FIRST_PERSON = re.compile(r"(?:^|\s)(?:i|i'm|i've|my|me)\b")
@@ -107,6 +113,96 @@ class LocalServer:
             self.process.wait(timeout=30)
 
 
+class LlamaServer:
+    """llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) with the bench's GGUF,
+    and MiniLM's `/v1/embeddings` beside it (`bench.local_model serve --embed-only`: the chat model's own
+    embeddings are per token, unpooled); `settings` point the bot at both as its OpenAI-compatible
+    provider. The server's output goes to bench/.cache/llama_server.log. Needs
+    `pip install 'llama-cpp-python[server]'` (the `quality` extra)."""
+
+    MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
+
+    def __init__(self, extra: list[str]) -> None:
+        self.extra = extra
+        self.embedder = LocalServer(["--embed-only"])
+        self.process: subprocess.Popen[bytes] | None = None
+        self.settings = Settings()
+
+    def __enter__(self) -> LlamaServer:
+        from bench.local_model import EMBED_DIMENSIONS, EMBED_MODEL_NAME, MODEL_FILE
+
+        port = _free_port()
+        log = (CACHE / "llama_server.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "llama_cpp.server", "--model", str(MODEL_FILE)),
+                *("--model_alias", self.MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port)),
+                *("--n_ctx", "8192", *self.extra),
+            ],
+            cwd=ROOT,
+            env=_server_environment(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        base_url = f"http://127.0.0.1:{port}/v1"
+        _wait_listening(self.process, base_url + "/models")
+        self.embedder.__enter__()
+        self.settings = replace(
+            Settings(),
+            model_provider="openai",
+            openai_base_url=base_url,
+            chat_model=self.MODEL_ALIAS,
+            memory_model=self.MODEL_ALIAS,
+            embedding_provider="openai",
+            embedding_base_url=self.embedder.base_url + "/v1",
+            embedding_model=EMBED_MODEL_NAME,
+            embedding_dimensions=EMBED_DIMENSIONS,
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.embedder.__exit__()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+def _server_environment() -> dict[str, str]:
+    """This process's environment, with LLAMA_SERVER_PYTHONPATH first on the server's path: where the
+    server's own dependencies (uvicorn, fastapi, ...) live when they are kept out of the bot's."""
+    env = dict(os.environ)
+    extra = env.get("LLAMA_SERVER_PYTHONPATH", "")
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_listening(process: subprocess.Popen[bytes], url: str, seconds: float = 180.0) -> None:
+    """Until `url` answers (the model is loaded); an error when the process ends first or it never does."""
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"llama_cpp.server ended (exit {process.returncode}); see bench/.cache/llama_server.log"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            time.sleep(1)
+    process.terminate()
+    raise RuntimeError(f"llama_cpp.server did not answer {url} within {seconds:g} s")
+
+
 OVERRIDES: dict[str, Any] = {}  # --set NAME=VALUE: Settings fields changed for a run
 
 
@@ -120,16 +216,30 @@ def parse_override(text: str) -> tuple[str, Any]:
     return field.name, kind(raw)
 
 
-def settings_for(base_url: str, path: Path, timeout: float) -> Settings:
-    """The bot's defaults, except the endpoint, a generous deadline and a schedule that only we drive."""
-    key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "local"
+MODEL_SETTINGS = ("model_provider", "embedding_", "chat_model", "memory_model", "gemini_", "openai_")
+
+
+def environment_models() -> Settings:
+    """The bot's defaults with the model settings the environment gives, read as the bot reads them."""
+    given = load_settings(dotenv_path=None)
+    chosen = {f.name: getattr(given, f.name) for f in fields(Settings) if f.name.startswith(MODEL_SETTINGS)}
+    return replace(Settings(), **chosen)
+
+
+def settings_for(endpoint: str | Settings, path: Path, timeout: float) -> Settings:
+    """The bot's defaults, except the models (a Gemini-compatible base URL, or a provider's settings), a
+    generous deadline and a schedule that only we drive."""
+    if isinstance(endpoint, str):
+        key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "local"
+        endpoint = replace(Settings(), gemini_api_key=key, gemini_base_url=endpoint)
     return replace(
-        Settings(),
-        gemini_api_key=key,
-        gemini_base_url=base_url,
+        endpoint,
         database_path=path,
+        database_url="",
         gemini_timeout_seconds=timeout,
         gemini_max_retries=2,
+        openai_timeout_seconds=timeout,
+        openai_max_retries=2,
         memory_flush_quiet_seconds=86_400,
         memory_flush_max_age_seconds=86_400,
         # A flush ends well inside its lease (80%); a local model's extraction takes minutes, so the
@@ -140,9 +250,9 @@ def settings_for(base_url: str, path: Path, timeout: float) -> Settings:
 
 
 class Recorder:
-    """Wraps `GeminiClient.generate_json`: seconds, tokens (usageMetadata deltas) and the answer per call."""
+    """Wraps a model client's `generate_json`: seconds, tokens (its usage deltas) and the answer per call."""
 
-    def __init__(self, client: GeminiClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
         self.calls: list[dict[str, Any]] = []
         original = client.generate_json
@@ -166,19 +276,19 @@ class Recorder:
             record["answer"] = result.model_dump()
             return result
 
-        client.generate_json = generate_json  # type: ignore[method-assign]
+        client.generate_json = generate_json
 
 
 # ---- part 1: the chat -------------------------------------------------------------------------------------
 
 
-async def run_chat(base_url: str, phases: int, timeout: float, workdir: Path) -> dict[str, Any]:
+async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdir: Path) -> dict[str, Any]:
     lines = script(phases)
     batch = messages(lines)
-    settings = settings_for(base_url, workdir / "chat.sqlite3", timeout)
-    service = await open_memory(settings)
-    assert isinstance(service.llm, GeminiClient)
-    recorder = Recorder(service.llm)
+    settings = settings_for(endpoint, workdir / "chat.sqlite3", timeout)
+    models = open_models(settings)
+    service = await open_memory(settings, models)
+    recorder = Recorder(models.json)
     proposed: list[dict[str, Any]] = []
     applied: list[AppliedChange] = []
     original_run = service.consolidator.run
@@ -222,7 +332,7 @@ async def run_chat(base_url: str, phases: int, timeout: float, workdir: Path) ->
     facts: dict[str, list[Fact]] = {}
     for uid in {m.author_id for m in batch if not m.is_bot}:
         facts[uid] = await service.store.call(Store.list_facts, SCOPE, uid, all_statuses=True)
-    usage = service.llm.usage.snapshot()
+    usage = models.usage.snapshot()
     pending = await service.store.call(Store.count_pending)
     await service.close()
     raw = [
@@ -273,10 +383,13 @@ def classify(person: str, text: str, truth: Truth) -> tuple[str, list[str]]:
 
 
 def score_chat(run: dict[str, Any]) -> dict[str, Any]:
+    """People's facts against the script; the server's community facts (MEMORY_COMMUNITY) are counted
+    apart: `bench.community_quality` measures them."""
     truth = Truth.of(run["lines"])
-    names = {m["user_id"]: m["person"] for m in run["proposed"]}
+    people = [p for p in run["proposed"] if p["person"] != COMMUNITY_NAME]
+    names = {m["user_id"]: m["person"] for m in people}
     proposals = []
-    for p in run["proposed"]:
+    for p in people:
         kind, ids = classify(p["person"], p["text"], truth)
         proposals.append({**p, "class": kind, "matched": ids})
     learned = {fid for p in proposals if p["class"] == "correct" for fid in p["matched"]}
@@ -338,6 +451,7 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
         "precision": round(classes["correct"] / total, 4) if total else 0.0,
         "wrong_person": classes["wrong_person"],
         "wrong_person_rate": round(classes["wrong_person"] / total, 4) if total else 0.0,
+        "community_facts": len(run["proposed"]) - total,
         "raw_proposals": len(run["raw_proposals"]),
         "raw_classes": dict(raw_classes),
         "refused_by_validation": len(run["raw_proposals"]) - total,
@@ -361,25 +475,21 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_perfect(
-    base_url: str, timeout: float, workdir: Path, cases: tuple[Case, ...]
+    endpoint: str | Settings, timeout: float, workdir: Path, cases: tuple[Case, ...]
 ) -> dict[str, Any]:
-    settings = settings_for(base_url, workdir / "perfect.sqlite3", timeout)
-    store = await AsyncStore.open(
-        settings.database_path,
-        embedding_model=settings.embedding_model,
-        dimensions=settings.embedding_dimensions,
-    )
-    client = GeminiClient.from_settings(settings)
-    recorder = Recorder(client)
+    settings = settings_for(endpoint, workdir / "perfect.sqlite3", timeout)
+    store = await open_store(settings)
+    models: Models = open_models(settings)
+    recorder = Recorder(models.json)
     consolidator = Consolidator(
         store,
-        client,
-        client,
+        models.json,
+        models.embedder,
         candidate_distance=settings.consolidate_candidate_distance,
         duplicate_distance=settings.consolidate_duplicate_distance,
     )
     known_texts = [(i, j, t) for i, case in enumerate(cases) for j, t in enumerate(case.known)]
-    vectors = await client.embed([t for _, _, t in known_texts], "document")
+    vectors = await models.embedder.embed([t for _, _, t in known_texts], "document")
     known = [
         NewFact(SCOPE, str(8000 + i), cases[i].name, t, [], embedding=v)
         for (i, _, t), v in zip(known_texts, vectors, strict=True)
@@ -431,9 +541,9 @@ async def run_perfect(
                     "asked_model": asked,
                 }
             )
-    await client.aclose()
+    await models.aclose()
     await store.close()
-    return {"cases": results, "calls": recorder.calls, "usage": client.usage.snapshot()}
+    return {"cases": results, "calls": recorder.calls, "usage": models.usage.snapshot()}
 
 
 def score_perfect(run: dict[str, Any]) -> dict[str, Any]:
@@ -571,7 +681,8 @@ def report(results: dict[str, Any]) -> None:
         )
         print(
             f"proposed facts in the first person: {s.get('first_person', '-')}, "
-            f"without the person's name: {s.get('without_name', '-')}"
+            f"without the person's name: {s.get('without_name', '-')}; "
+            f"community facts (not scored here): {s.get('community_facts', '-')}"
         )
         print(f"decisions applied: {s['decisions_applied']}")
         print(f"per 100 messages: {chat['per_100']}")
@@ -653,7 +764,7 @@ def details(results: dict[str, Any]) -> None:
     )
 
 
-async def main_async(args: argparse.Namespace, base_url: str, label: str) -> dict[str, Any]:
+async def main_async(args: argparse.Namespace, endpoint: str | Settings, label: str) -> dict[str, Any]:
     results: dict[str, Any] = {"endpoint": label}
     with tempfile.TemporaryDirectory(prefix="quality-") as tmp:
         workdir = Path(tmp)
@@ -661,7 +772,7 @@ async def main_async(args: argparse.Namespace, base_url: str, label: str) -> dic
             phases = 2 if args.quick else len(PHASES)
             print(f"chat: {phases * PHASE} messages through the pipeline ...", flush=True)
             started = time.perf_counter()
-            run = await run_chat(base_url, phases, args.timeout, workdir)
+            run = await run_chat(endpoint, phases, args.timeout, workdir)
             run["seconds"] = round(time.perf_counter() - started, 1)
             run["score"] = score_chat(run)
             run["call_stats"] = call_stats(run["calls"])
@@ -674,7 +785,7 @@ async def main_async(args: argparse.Namespace, base_url: str, label: str) -> dic
         if not args.chat_only:
             print(f"consolidation on perfect inputs: {len(PERFECT_CASES)} cases ...", flush=True)
             started = time.perf_counter()
-            perfect = await run_perfect(base_url, args.timeout, workdir, PERFECT_CASES)
+            perfect = await run_perfect(endpoint, args.timeout, workdir, PERFECT_CASES)
             perfect["seconds"] = round(time.perf_counter() - started, 1)
             perfect["score"] = score_perfect(perfect)
             perfect["call_stats"] = call_stats(perfect["calls"])
@@ -688,6 +799,58 @@ def _note(note: Any) -> dict[str, Any] | None:
     kind = type(note).__name__
     data = {k: v for k, v in vars(note).items() if v not in ("", None)}
     return {"type": kind, **data}
+
+
+def beside(runs: list[dict[str, Any]]) -> str:
+    """The headline figures of several written results, one column each (headed by its endpoint)."""
+
+    def chat(run: dict[str, Any], key: str) -> Any:
+        return (run.get("chat") or {}).get("score", {}).get(key, 0)
+
+    def perfect(run: dict[str, Any], key: str) -> Any:
+        return (run.get("perfect") or {}).get("score", {}).get(key, 0)
+
+    def of(part: int | float, whole: int | float) -> str:
+        return f"{part} of {whole} ({pct(part, whole)})"
+
+    def classes(run: dict[str, Any], *kinds: str) -> int:
+        return sum(chat(run, "classes").get(k, 0) for k in kinds) if run.get("chat") else 0
+
+    def calls(run: dict[str, Any], part: str, purpose: str) -> str:
+        st = (run.get(part) or {}).get("call_stats", {}).get(purpose)
+        return f"{st['calls']} calls, {st['seconds_p50']} s p50, {st['errors']} errors" if st else "-"
+
+    rows: list[tuple[str, Any]] = [
+        ("messages", lambda r: (r.get("chat") or {}).get("messages", "-")),
+        ("self-statements learned", lambda r: of(len(chat(r, "learned")), chat(r, "self_statements"))),
+        ("proposed facts right", lambda r: of(classes(r, "correct"), chat(r, "proposed"))),
+        ("wrong-person facts", lambda r: chat(r, "wrong_person")),
+        ("from questions/moods/hypotheticals", lambda r: classes(r, "question", "mood", "hypothetical")),
+        ("holding the secret", lambda r: classes(r, "secret")),
+        ("refused by validation", lambda r: of(chat(r, "refused_by_validation"), chat(r, "raw_proposals"))),
+        ("in the first person", lambda r: chat(r, "first_person")),
+        ("expected changes right", lambda r: of(chat(r, "changes_right"), chat(r, "changes_expected"))),
+        (
+            "final: expected facts active",
+            lambda r: of(chat(r, "final_expected_active_present"), chat(r, "final_expected_active")),
+        ),
+        ("chat: extraction", lambda r: calls(r, "chat", "extract")),
+        ("chat: consolidation", lambda r: calls(r, "chat", "consolidate")),
+        ("chat: seconds", lambda r: (r.get("chat") or {}).get("seconds", "-")),
+        ("perfect inputs right", lambda r: of(perfect(r, "right"), perfect(r, "cases"))),
+        ("perfect: consolidation", lambda r: calls(r, "perfect", "consolidate")),
+        ("perfect: seconds", lambda r: (r.get("perfect") or {}).get("seconds", "-")),
+        ("run at (load average before, after)", lambda r: f"{r.get('date', '-')} ({r.get('load', '-')})"),
+    ]
+    headers = ["", *(_short(run.get("endpoint", "?")) for run in runs)]
+    return table(headers, [[name, *(figure(run) for run in runs)] for name, figure in rows])
+
+
+def _short(label: str) -> str:
+    """A column's heading: what a run's label starts with ("local", "llama-cpp-python server"), or all
+    of it (an endpoint's URL)."""
+    head = label.split(": ", 1)[0]
+    return "Gemini-compatible stand-in" if head == "local" else head
 
 
 def rescore(path: Path, show_details: bool) -> None:
@@ -709,14 +872,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the first 100 messages (2 flushes)")
     parser.add_argument("--local", action="store_true", help="start bench.local_model and use it")
-    parser.add_argument("--local-args", default="", help="extra arguments for bench.local_model serve")
+    parser.add_argument(
+        "--llama-server",
+        action="store_true",
+        help="start llama-cpp-python's server with the same model and use it as the bot's OpenAI provider",
+    )
+    parser.add_argument(
+        "--local-args", default="", help="extra arguments for bench.local_model serve (or llama_cpp.server)"
+    )
     parser.add_argument("--chat-only", action="store_true")
     parser.add_argument("--perfect-only", action="store_true")
     parser.add_argument(
         "--timeout",
         type=float,
         default=None,
-        help="seconds per Gemini request (default: 30, none with --local or a base URL)",
+        help="seconds per model request (default: 30 on Gemini's or OpenAI's API, else none)",
     )
     parser.add_argument("--details", action="store_true", help="list the wrong facts and the changes")
     parser.add_argument(
@@ -728,34 +898,71 @@ def main(argv: list[str] | None = None) -> None:
         help="change a Settings field, e.g. --set consolidate_candidate_distance=0.5 (written to the JSON)",
     )
     parser.add_argument("--rescore", type=Path, metavar="JSON", help="score a written result again; no run")
+    parser.add_argument(
+        "--beside", type=Path, nargs="+", metavar="JSON", help="print written results side by side; no run"
+    )
     args = parser.parse_args(argv)
     if args.rescore:
         rescore(args.rescore, args.details)
         return
+    if args.beside:
+        print(beside([json.loads(path.read_text()) for path in args.beside]))
+        return
     OVERRIDES.update(args.set)
-    base_url = os.environ.get("GEMINI_BASE_URL", "")
-    server: LocalServer | None = None
+    server: LocalServer | LlamaServer | None = None
     if args.local:
         server = LocalServer(args.local_args.split()).__enter__()
-        base_url = server.base_url
-    elif not base_url and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")):
-        parser.error(
-            "set GEMINI_BASE_URL (a Gemini-compatible endpoint), GEMINI_API_KEY (real Gemini), or pass --local"
-        )
+        endpoint: str | Settings = server.base_url
+        label = "local: " + _local_label()
+    elif args.llama_server:
+        server = LlamaServer(args.local_args.split()).__enter__()
+        endpoint, label = server.settings, _llama_label()
+    else:
+        endpoint = environment_models()
+        label = _endpoint_label(endpoint)
+        if label == "Gemini API" and not endpoint.gemini_api_key:
+            parser.error(
+                "set GEMINI_BASE_URL (a Gemini-compatible endpoint), GEMINI_API_KEY (real Gemini), "
+                "MODEL_PROVIDER=openai with OPENAI_BASE_URL, or pass --local or --llama-server"
+            )
+        if not endpoint.gemini_api_key:
+            endpoint = replace(endpoint, gemini_api_key="local")
     if args.timeout is None:
-        args.timeout = 0.0 if base_url else 30.0
-    label = ("local: " + _local_label()) if args.local else (base_url or "Gemini API")
+        args.timeout = 30.0 if label in ("Gemini API", "OpenAI API") else 0.0
+    date, load = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0]
     try:
-        results = asyncio.run(main_async(args, base_url, label))
+        results = asyncio.run(main_async(args, endpoint, label))
     finally:
         if server is not None:
             server.__exit__(None, None, None)
     report(results)
     if args.details:
         details(results)
-    data = {"benchmark": "quality", "machine": machine(), "settings_changed": OVERRIDES, **results}
+    data = {
+        "benchmark": "quality",
+        "machine": machine(),
+        "date": date,
+        "load": f"{load:.1f}, {os.getloadavg()[0]:.1f}",  # the 1-minute load average before and after
+        "settings_changed": OVERRIDES,
+        **results,
+    }
     partial = args.quick or args.chat_only or args.perfect_only or bool(OVERRIDES)
-    print(f"\nwrote {write_json('quality', data, partial=partial)}")
+    name = "quality_llama_server" if args.llama_server else "quality"
+    print(f"\nwrote {write_json(name, data, partial=partial)}")
+
+
+def _endpoint_label(models: Settings) -> str:
+    """Which models a run from the environment used, as the results name them."""
+    if models.model_provider == "openai":
+        where = models.openai_base_url or "OpenAI API"
+        return where if where == "OpenAI API" else f"{where} ({models.memory_model_name})"
+    return models.gemini_base_url or "Gemini API"
+
+
+def _llama_label() -> str:
+    from bench.local_model import MODEL_NAME
+
+    return f"llama-cpp-python server: {MODEL_NAME} + all-MiniLM-L6-v2 (/v1/embeddings of bench.local_model)"
 
 
 def _local_label() -> str:

@@ -15,8 +15,9 @@ reads (`gemini_body`), and its text or functionCall parts back into content or t
 knows a memory task by the marker that starts the system messages: a schema the adapter adds to the
 instruction goes after it). Switches make
 it act like an endpoint that does less (`ignores_response_format`, `rejects_json_schema`, `no_tools`,
-`no_images`), and tests queue faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and
-`malformed_next`. Requests are recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
+`no_images`; `like_llama_cpp`: all that llama-cpp-python's server does differently), and tests queue
+faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and `malformed_next`. Requests are
+recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
 """
 
 from __future__ import annotations
@@ -63,7 +64,18 @@ _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$"
 
 
 class Refused(Exception):
-    """A request the endpoint answers with a 400, in OpenAI's words."""
+    """A request the endpoint answers with a 400, in OpenAI's words (or another status, in its own)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TemplateFailed(Refused):
+    """llama-cpp-python's chat template could not render the request: a 500, or an empty stream."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=500)
 
 
 def gemini_body(body: dict[str, Any], *, with_tools: bool = True) -> dict[str, Any]:
@@ -249,6 +261,7 @@ class OpenAIStandIn(LocalServer):
         rejects_json_schema: bool = False,
         no_tools: Literal["reject", "ignore"] | None = None,
         no_images: bool = False,
+        like_llama_cpp: bool = False,
     ) -> None:
         super().__init__()
         # api_key None is a local server: any key or none. A string must come as `Authorization: Bearer`.
@@ -265,6 +278,11 @@ class OpenAIStandIn(LocalServer):
         self.no_tools = no_tools
         # A text-only model: a request with an image part is a 400.
         self.no_images = no_images
+        # llama-cpp-python 0.3.16's server (`python -m llama_cpp.server`, a GGUF's own chat template), as
+        # measured on 2026-11-26: a json_schema response_format fails its request validation with a 500; a
+        # message with image parts fails its chat template (a 500, and a stream that ends before its first
+        # event); tools are taken and never called; a stream carries no usage.
+        self.like_llama_cpp = like_llama_cpp
         self.generate_handler: GenerateHandler = _default_generate
         self.embed_handler: EmbedHandler = hashed_embedding
         self.stream_chunk_size = 40
@@ -323,7 +341,7 @@ class OpenAIStandIn(LocalServer):
                 return self._embed(model, body, malformed=fault is not None)
             return await self._chat(request, kind, model, body, fault)
         except Refused as refused:
-            return _error(400, str(refused))
+            return _error(refused.status, str(refused))
 
     def _denied(self, authorization: str) -> str | None:
         """Why a request's key is refused, in OpenAI's words, or None (also when the stand-in has no key)."""
@@ -365,14 +383,22 @@ class OpenAIStandIn(LocalServer):
             for function in strict:
                 if problem := strict_schema_problem(function.get("parameters") or {}):
                     raise Refused(f"Invalid schema for function '{function.get('name')}': {problem}")
-        if not self.ignores_response_format:
+        if self.like_llama_cpp:
+            _check_as_llama_cpp(body)
+        elif not self.ignores_response_format:
             _check_response_format(body, rejects_json_schema=self.rejects_json_schema)
 
     async def _chat(
         self, request: web.Request, kind: str, model: str, body: dict[str, Any], fault: Fault | None
     ) -> web.StreamResponse:
-        self._check(body)
-        translated = gemini_body(body, with_tools=self.no_tools is None)
+        try:
+            self._check(body)
+        except TemplateFailed:
+            if kind == "stream":
+                return await self._sse(request, [])  # llama-cpp-python's stream: headers, then nothing
+            raise
+        with_tools = self.no_tools is None and not self.like_llama_cpp
+        translated = gemini_body(body, with_tools=with_tools)
         prompt = prompt_tokens(translated, IMAGE_TOKENS)
         self.counters[kind]["prompt_tokens"] += prompt
         calls: list[dict[str, Any]] = []
@@ -407,7 +433,7 @@ class OpenAIStandIn(LocalServer):
             return web.json_response(
                 {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
             )
-        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage")) and not self.like_llama_cpp
         chunks = [
             _chunk(head, delta, reason, with_usage) for delta, reason in self._deltas(text, calls, finish)
         ]
@@ -521,6 +547,20 @@ def _check_tool_turns(messages: list[dict[str, Any]]) -> None:
             "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
             f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}"
         )
+
+
+def _check_as_llama_cpp(body: dict[str, Any]) -> None:
+    """What llama-cpp-python's server fails on, in its words: its request model knows no json_schema,
+    and a GGUF's chat template concatenates a message's content as text."""
+    kind = (body.get("response_format") or {}).get("type", "text")
+    if kind not in ("text", "json_object"):
+        raise Refused(
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            f"'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}",
+            status=500,
+        )
+    if any(isinstance(m.get("content"), list) for m in body["messages"]):
+        raise TemplateFailed('can only concatenate str (not "list") to str')
 
 
 def _check_response_format(body: dict[str, Any], *, rejects_json_schema: bool) -> None:

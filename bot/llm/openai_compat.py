@@ -78,6 +78,10 @@ def endpoint_name(base_url: str) -> str:
     return "OpenAI" if not host or host == "api.openai.com" else host
 
 
+class EmptyStream(MalformedAnswer):
+    """A reply stream that ended before its first chunk."""
+
+
 @dataclass
 class Features:
     """What the endpoint is taken to support, from the settings and what it has refused so far."""
@@ -147,6 +151,7 @@ class OpenAICompatClient(RetryingClient):
             timeout=http_timeout,
             max_retries=0,
         )
+        self.images_answered = False  # an image went through once: a later failure is not about images
         self._closed = False
 
     @classmethod
@@ -260,8 +265,8 @@ class OpenAICompatClient(RetryingClient):
                     temperature=JSON_TEMPERATURE,
                     **options,
                 )
-            except openai.BadRequestError as exc:
-                if not (self.json_fallback and mode != "prompt" and _names(exc, "response_format")):
+            except openai.APIStatusError as exc:
+                if not (self.json_fallback and mode != "prompt" and _refuses(exc, "response_format")):
                     raise
                 self.features.json_mode = JSON_MODES[JSON_MODES.index(mode) + 1]
                 log.warning(
@@ -358,39 +363,67 @@ class OpenAICompatClient(RetryingClient):
             raise ModelError("there is nothing to answer: every turn is empty", purpose=Purpose.CHAT)
 
         async def attempt() -> AsyncGenerator[str | ToolCall, None]:
-            stream = await self._open_stream(system, turns, tools)
-            calls: dict[int, dict[str, Any]] = {}
-            try:
-                answered = False
-                async for chunk in self._within_deadline(stream):
-                    if not answered:
-                        answered = True
-                        self.usage.add(Purpose.CHAT, calls=1)
-                    self.usage.add_tokens(Purpose.CHAT, *_tokens(chunk.usage))
-                    for choice in chunk.choices or []:
-                        if choice.finish_reason == "content_filter":
-                            raise ModelRefusal(
-                                f"{self.provider} stopped the answer (finish reason content_filter)",
-                                purpose=Purpose.CHAT,
-                            )
-                        if choice.delta is None:
-                            continue
-                        if choice.delta.content:
-                            yield choice.delta.content
-                        for delta in choice.delta.tool_calls or []:
-                            _gather_call(calls.setdefault(delta.index, {}), delta)
-                if not answered:
-                    raise MalformedAnswer(f"{self.provider} returned an empty stream")
-                for index in sorted(calls):
-                    if calls[index].get("name"):
-                        yield _tool_call(calls[index], index)
-            finally:
-                with contextlib.suppress(Exception):
-                    await stream.close()
+            while True:
+                with_images = self.features.images and _has_images(turns)
+                stream = await self._open_stream(system, turns, tools)
+                try:
+                    async for piece in self._pieces(stream):
+                        self.images_answered |= with_images
+                        yield piece
+                    return
+                except EmptyStream as exc:
+                    if not (with_images and self._drop_images(str(exc))):
+                        raise
 
         async with contextlib.aclosing(self._retrying(Purpose.CHAT, attempt)) as pieces:
             async for piece in pieces:
                 yield piece
+
+    async def _pieces(self, stream: Any) -> AsyncGenerator[str | ToolCall, None]:
+        """A reply stream's text deltas, then its gathered tool calls; EmptyStream when nothing came."""
+        calls: dict[int, dict[str, Any]] = {}
+        try:
+            answered = False
+            async for chunk in self._within_deadline(stream):
+                if not answered:
+                    answered = True
+                    self.usage.add(Purpose.CHAT, calls=1)
+                self.usage.add_tokens(Purpose.CHAT, *_tokens(chunk.usage))
+                for choice in chunk.choices or []:
+                    if choice.finish_reason == "content_filter":
+                        raise ModelRefusal(
+                            f"{self.provider} stopped the answer (finish reason content_filter)",
+                            purpose=Purpose.CHAT,
+                        )
+                    if choice.delta is None:
+                        continue
+                    if choice.delta.content:
+                        yield choice.delta.content
+                    for delta in choice.delta.tool_calls or []:
+                        _gather_call(calls.setdefault(delta.index, {}), delta)
+            if not answered:
+                raise EmptyStream(f"{self.provider} returned an empty stream")
+            for index in sorted(calls):
+                if calls[index].get("name"):
+                    yield _tool_call(calls[index], index)
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.close()
+
+    def _drop_images(self, why: str) -> bool:
+        """A request with an image got an empty stream from an endpoint that has never answered one: a
+        text-only model's chat template fails so in llama-cpp-python's server (the error comes after the
+        stream's headers). Images go for good, said once; False when the image cannot be the cause."""
+        if self.images_answered or not self.features.images:
+            return False
+        self.features.images = False
+        log.warning(
+            "%s (%s) failed a request with an image (%s): the bot goes on without images",
+            self.provider,
+            self.chat_model,
+            why,
+        )
+        return True
 
     async def _open_stream(self, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool]) -> Any:
         """The streamed request with what the endpoint takes; a 400 naming tools, images or usage in the
@@ -423,10 +456,10 @@ class OpenAICompatClient(RetryingClient):
     ) -> str | None:
         """Switch off the feature a 400 names (tools, images, usage in the stream); None when none."""
         features = self.features
-        has_images = any(isinstance(p, InlineData) for t in turns for p in t.parts)
+        has_images = features.images and _has_images(turns)
         if tools and _names(exc, "tools"):
             features.tools, name = False, "tools"
-        elif has_images and features.images and _names(exc, "images"):
+        elif has_images and _names(exc, "images"):
             features.images, name = False, "images"
         elif features.stream_usage and _names(exc, "stream_options"):
             features.stream_usage, name = False, "stream_options"
@@ -610,6 +643,16 @@ def _message(exc: openai.APIStatusError) -> str:
         if isinstance(error, str):
             return error
     return str(exc.message)
+
+
+def _has_images(turns: Sequence[ChatTurn]) -> bool:
+    return any(isinstance(p, InlineData) for t in turns for p in t.parts)
+
+
+def _refuses(exc: openai.APIStatusError, feature: str) -> bool:
+    """Whether an error is the endpoint refusing `feature`: a 400 or 422 naming it, or a 500 naming it
+    (llama-cpp-python's server answers its request validation errors with a 500)."""
+    return exc.status_code in (400, 422, 500) and _names(exc, feature)
 
 
 def _names(exc: openai.APIStatusError, feature: str) -> bool:

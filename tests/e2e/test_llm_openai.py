@@ -579,3 +579,64 @@ async def test_embeddings_can_come_from_another_endpoint_than_the_chat(tmp_path:
         assert len(vector) == 768 and reply
         assert [r.kind for r in local.requests] == ["embed"]
         assert "embed" not in {r.kind for r in chat.requests}
+
+
+async def test_llama_cpp_pythons_server_gets_json_mode_and_text_after_its_500_and_empty_stream(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """llama-cpp-python's server (measured 2026-11-26) answers a json_schema response_format with a 500
+    and an image with a stream that ends before its first event: the bot steps down to JSON mode and
+    goes on without images, with no retry spent, and says each once."""
+    image = [InlineData("image/png", b"\x89PNG\r\n\x1a\n" + bytes(16))]
+    async with OpenAIStandIn(like_llama_cpp=True) as server:
+        server.generate_handler = lambda body: '{"owner": "Ana", "pets": ["Miso"]}'
+        client = OpenAICompatClient(
+            base_url=server.base_url,
+            chat_model="qwen",
+            memory_model="qwen",
+            embedding_model="e",
+            embedding_dimensions=DIMS,
+            max_retries=0,
+        )
+        try:
+            with caplog.at_level(logging.WARNING, logger="bot.llm.openai_compat"):
+                for _ in range(2):
+                    answer = await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+                    assert answer.pets == ["Miso"]
+                    turns = [ChatTurn("user", "Ana: my cat", parts=image)]
+                    assert [d async for d in client.chat_stream(system="s", turns=turns)]
+        finally:
+            await client.aclose()
+    kinds = [((r.json.get("response_format") or {}).get("type"), r.kind) for r in server.requests]
+    # the first JSON request and the first chat with the image fail; then JSON mode, and no images
+    first = [("json_schema", "chat"), ("json_object", "chat"), (None, "stream"), (None, "stream")]
+    assert kinds == [*first, ("json_object", "chat"), (None, "stream")]
+    assert NO_IMAGE in json.dumps(server.requests[-1].json["messages"])
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("refuses response_format" in m for m in said) == 1
+    assert sum("goes on without images" in m for m in said) == 1
+    usage = client.usage.snapshot()
+    assert usage["chat"]["errors"] == usage["extract"]["errors"] == 0
+
+
+async def test_an_empty_stream_is_an_error_once_the_endpoint_has_taken_an_image() -> None:
+    """Images that went through once are not what a later empty stream is about: it stays an error."""
+    image = [InlineData("image/png", b"\x89PNG\r\n\x1a\n" + bytes(16))]
+    turns = [ChatTurn("user", "Ana: my cat", parts=image)]
+    async with OpenAIStandIn() as server:
+        client = OpenAICompatClient(
+            base_url=server.base_url,
+            chat_model="m",
+            memory_model="m",
+            embedding_model="e",
+            embedding_dimensions=DIMS,
+            max_retries=0,
+        )
+        try:
+            assert [d async for d in client.chat_stream(system="s", turns=turns)] == ["OK"]
+            server.like_llama_cpp = True  # from now on an image ends the stream before its first event
+            with pytest.raises(ModelError, match="empty stream"):
+                [d async for d in client.chat_stream(system="s", turns=turns)]
+        finally:
+            await client.aclose()
+    assert client.features.images and len(server.requests) == 2
