@@ -218,8 +218,11 @@ def _feature(on: bool, name: str, client: OpenAICompatClient) -> str:
 
 def provider_name(settings: Settings, purpose: Purpose | None = None) -> str:
     """The provider of `purpose` as messages name it: "Gemini", "OpenAI" or an endpoint's host."""
-    provider = settings.embeddings_provider if purpose is Purpose.EMBED else settings.model_provider
-    return "Gemini" if provider == "gemini" else endpoint_name(settings.openai_base_url)
+    embeds = purpose is Purpose.EMBED
+    provider = settings.embeddings_provider if embeds else settings.model_provider
+    if provider == "gemini":
+        return "Gemini"
+    return endpoint_name((settings.embedding_base_url if embeds else "") or settings.openai_base_url)
 
 
 async def open_memory(settings: Settings, models: Models | None = None) -> MemoryService:

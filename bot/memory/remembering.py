@@ -21,6 +21,7 @@ from bot.memory.models import MAX_FACT_CHARS, NewFact, Origin
 from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.text import clean, stems, strip_background_blocks, worth_reading
+from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,10 @@ _ASKS = re.compile(
     r"|merk dir|vergiss nicht|souviens[- ]toi|rappelle[- ]toi|n'oublie pas|retiens"
     r"|recuerda|no olvides|ricorda|lembr[ae]|onthoud|kom ihåg|husk)",
     re.I,
+)
+# The words of a request left at the start of a fact a model copied from it.
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:remember|note|don'?t forget|do not forget|keep in mind)(?:\s+that)?[\s:,]+", re.I
 )
 _SENTENCES = re.compile(r"[^.!?;\n]+[.!?;]*")
 
@@ -135,7 +140,10 @@ async def remembered_facts(
     seen: set[str] = set()
     secrets = secret_values(message)
     for item in result.facts:
+        # A small model copies the request ("remember that my dog is Rex"): the request words go, and
+        # the rest is written about its owner, as extraction writes a copied line.
         fact_text = clean(strip_background_blocks(item.text), len(item.text))
+        fact_text = third_person(_REQUEST.sub("", fact_text, count=1), name)
         if not worth_reading(fact_text) or fact_text.casefold() in seen:
             continue
         refusal = _refusal(fact_text, message, name, sensitive=item.sensitive, asked=asked, secrets=secrets)

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 from pydantic import BaseModel
 
-from bot.app import open_models, open_store, probe_models
+from bot.app import open_models, open_store, probe_models, provider_name
 from bot.config import ConfigError, Settings, load_settings
 from bot.llm.openai_compat import NO_IMAGE, NO_TOOLS, OpenAICompatClient, endpoint_name
 from bot.memory.ports import (
@@ -579,6 +579,9 @@ async def test_embeddings_can_come_from_another_endpoint_than_the_chat(tmp_path:
         assert len(vector) == 768 and reply
         assert [r.kind for r in local.requests] == ["embed"]
         assert "embed" not in {r.kind for r in chat.requests}
+        # check --online files each verdict under its own endpoint
+        assert provider_name(settings, Purpose.EMBED) == endpoint_name(local.base_url)
+        assert provider_name(settings) == endpoint_name(chat.base_url)
 
 
 async def test_llama_cpp_pythons_server_gets_json_mode_and_text_after_its_500_and_empty_stream(

@@ -94,3 +94,9 @@ async def test_a_secret_is_never_kept_even_when_asked() -> None:
     assert "never keep" in Refusal.SECRET.told
     kept = await propose(answering(("Ana lives in Oslo", False)), "remember that I live in Oslo")
     assert [f.text for f in kept.facts] == ["Ana lives in Oslo"]
+
+
+async def test_a_copied_request_is_written_about_its_owner_without_the_request_words() -> None:
+    llm = answering(("remember that my daughter's name is Ingrid", False))
+    proposal = await propose(llm, "remember that my daughter's name is Ingrid")
+    assert [f.text for f in proposal.facts] == ["Ana's daughter's name is Ingrid"]
