@@ -21,7 +21,8 @@ import base64
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, Sequence
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -375,8 +376,9 @@ class OpenAICompatClient(RetryingClient):
                     if not (with_images and self._drop_images(str(exc))):
                         raise
 
+        offered = {t.name for t in tools} if self.features.tools else set()
         async with contextlib.aclosing(self._retrying(Purpose.CHAT, attempt)) as pieces:
-            async for piece in pieces:
+            async for piece in calls_written_as_text(pieces, offered):
                 yield piece
 
     async def _pieces(self, stream: Any) -> AsyncGenerator[str | ToolCall, None]:
@@ -613,6 +615,53 @@ def _gather_call(call: dict[str, Any], delta: Any) -> None:
         if function.name:
             call["name"] = function.name
         call["arguments"] = call.get("arguments", "") + (function.arguments or "")
+
+
+# How small local models write a tool call as text when their server does not turn it into one:
+# a JSON object, in a code fence, in <tool_call> tags or in doubled braces.
+_WRITTEN_OPENINGS = ("{", "`", "<tool_call>")
+_WRAPPERS = re.compile(r"^```(?:json)?\s*|\s*```$|^<tool_call>\s*|\s*</tool_call>$", re.I)
+
+
+async def calls_written_as_text(
+    pieces: AsyncIterator[str | ToolCall], offered: set[str]
+) -> AsyncGenerator[str | ToolCall, None]:
+    """The reply's pieces, with a call of an offered tool that the model wrote out as text (llama-cpp-
+    python's server with a model whose template it cannot parse) turned into a `ToolCall`, so nobody is
+    shown a JSON blob. A reply that starts like one is held back until it ends or stops looking like one."""
+    held = ""
+    passing = not offered
+    async for piece in pieces:
+        if passing or not isinstance(piece, str):
+            yield piece
+            continue
+        held += piece
+        start = held.lstrip()
+        if start and not any(start.startswith(o) or o.startswith(start) for o in _WRITTEN_OPENINGS):
+            passing = True
+            yield held
+    if passing or not held.strip():
+        return
+    call = _written_call(held, offered)
+    yield call if call is not None else held
+
+
+def _written_call(text: str, offered: set[str]) -> ToolCall | None:
+    """The tool call a reply's text writes out, when it is one of an offered tool and nothing else."""
+    body = _WRAPPERS.sub("", text.strip()).strip()
+    while body.startswith("{{") and body.endswith("}}"):
+        body = body[1:-1]
+    try:
+        written = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(written, dict) or written.get("name") not in offered:
+        return None
+    args = written.get("arguments", written.get("parameters", {}))
+    if isinstance(args, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            args = json.loads(args)
+    return ToolCall(str(written["name"]), args if isinstance(args, dict) else {}, id="call_written_0")
 
 
 def _tool_call(call: dict[str, Any], index: int) -> ToolCall:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from email.utils import formatdate
 
 import pytest
 from pydantic import BaseModel
 
 from bot.llm.answers import MalformedAnswer, OffSchemaAnswer, checked_vectors, normalised, read_answer
+from bot.llm.openai_compat import calls_written_as_text
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
-from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose, usage_scope
+from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose, ToolCall, usage_scope
 
 
 class Pets(BaseModel):
@@ -209,3 +210,34 @@ def test_vectors_must_be_directions_and_are_normalised() -> None:
         with pytest.raises(MalformedAnswer, match="not a direction"):
             checked_vectors([bad], 1, "Fake")
     assert normalised([3.0, 4.0]) == [0.6, 0.8]
+
+
+async def _pieces(*items: str | ToolCall) -> AsyncIterator[str | ToolCall]:
+    for item in items:
+        yield item
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{ "name": "remember", "arguments": { "what": "Ana is a nurse" } }',
+        '```json\n{ "name": "remember", "arguments": { "what": "Ana is a nurse" } }\n```',
+        '{{"name": "remember", "arguments": {"what": "Ana is a nurse"}}}',
+        '<tool_call>{"name": "remember", "arguments": "{\\"what\\": \\"Ana is a nurse\\"}"}</tool_call>',
+    ],
+)
+async def test_a_tool_call_written_as_text_becomes_a_call_and_is_never_shown(written: str) -> None:
+    pieces = [written[i : i + 7] for i in range(0, len(written), 7)]
+    got = [p async for p in calls_written_as_text(_pieces(*pieces), {"remember", "forget"})]
+    assert got == [ToolCall("remember", {"what": "Ana is a nurse"}, id="call_written_0")]
+
+
+async def test_ordinary_replies_and_unoffered_tools_pass_as_text() -> None:
+    offered = {"remember"}
+    text = [p async for p in calls_written_as_text(_pieces("Hello", " Ana!"), offered)]
+    assert text == ["Hello", " Ana!"]  # streamed as it comes, nothing held back
+    braces = '{"name": "delete_everything", "arguments": {}}'
+    assert [p async for p in calls_written_as_text(_pieces(braces), offered)] == [braces]
+    fenced = "```python\nprint(1)\n```"
+    assert "".join([str(p) async for p in calls_written_as_text(_pieces(fenced), offered)]) == fenced
+    assert [p async for p in calls_written_as_text(_pieces(braces), set())] == [braces]  # no tools offered
