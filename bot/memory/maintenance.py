@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,30 +95,46 @@ class Maintenance:
         ):
             return Reembedded(0, up_to_date=True)
         done = 0
-        after = await store.call(Storage.begin_reembed, model, dimensions)
+        start = await store.call(Storage.begin_reembed, model, dimensions)
+        after = start  # the last fact done, which progress reports
+        embedder = self.embedder
         try:
-            while todo := await store.call(Storage.facts_to_reembed, after, batch):
-                vectors = await self.embedder.embed([text for _, text in todo], "document")
-                await store.call(
-                    Storage.store_reembedded,
-                    [(fid, vec) for (fid, _), vec in zip(todo, vectors, strict=True)],
-                )
-                after = todo[-1][0]
-                done += len(todo)
+            async for count, after in _in_batches(
+                store, embedder, Storage.facts_to_reembed, Storage.store_reembedded, start, batch
+            ):
+                done += count
                 if progress:
                     progress(done, after)
             episode = await store.call(Storage.episodes_reembedded_up_to)
-            while summaries := await store.call(Storage.episodes_to_reembed, episode, batch):
-                vectors = await self.embedder.embed([text for _, text in summaries], "document")
-                await store.call(
-                    Storage.store_reembedded_episodes,
-                    [(eid, vec) for (eid, _), vec in zip(summaries, vectors, strict=True)],
-                )
-                episode = summaries[-1][0]
-                done += len(summaries)
+            async for count, _ in _in_batches(
+                store,
+                embedder,
+                Storage.episodes_to_reembed,
+                Storage.store_reembedded_episodes,
+                episode,
+                batch,
+            ):
+                done += count
                 if progress:
                     progress(done, after)
         except ModelError as exc:
             return Reembedded(done, error=exc)
         await store.call(Storage.finish_reembed, model, dimensions)
         return Reembedded(done)
+
+
+async def _in_batches(
+    store: StorageWorker,
+    embedder: Embedder,
+    listed: Callable[[Storage, int, int], list[tuple[int, str]]],
+    write: Callable[[Storage, Sequence[tuple[int, Sequence[float]]]], None],
+    after: int,
+    batch: int,
+) -> AsyncIterator[tuple[int, int]]:
+    """Re-embed what `listed` gives past id `after`, `batch` texts at a time, each batch's vectors
+    written by `write` (with the progress, atomically); (how many, the last id) after each batch."""
+    while todo := await store.call(listed, after, batch):
+        vectors = await embedder.embed([text for _, text in todo], "document")
+        await store.call(write, [(item, vec) for (item, _), vec in zip(todo, vectors, strict=True)])
+        after = todo[-1][0]
+        yield len(todo), after
