@@ -251,9 +251,15 @@ def gather_episodes(
     *,
     max_distance: float,
     pool: int,
+    channels: tuple[str, ...] = (),
 ) -> list[Episode]:
     """Runs on the store's thread: the scope's episodes nearest the query, within the question's time
-    span when it names one (then whatever their topic, nearest first), best first."""
+    span when it names one (then whatever their topic, nearest first), best first; of the `channels` it
+    names, their newest."""
+    if channels:  # "what did I miss in #general?": that channel's newest, of the span if one is named
+        since, until = (iso(span[0]), iso(span[1])) if span else (None, None)
+        found = store.list_episodes(scope, channel_ids=channels, since=since, limit=pool)
+        return [e for e in found if until is None or e.started_at < until]
     if span is not None:
         since, until = iso(span[0]), iso(span[1])
         if vector is None:
@@ -284,11 +290,9 @@ def gather_recall(
     )
     if not episodes:
         return hits, []
-    if channels:  # "what did I miss in #general?": that channel's newest, of the span if one is named
-        since, until = (iso(span[0]), iso(span[1])) if span else (None, None)
-        found = store.list_episodes(scope, channel_ids=channels, since=since, limit=pool)
-        return hits, [e for e in found if until is None or e.started_at < until]
-    return hits, gather_episodes(store, scope, vector, span, max_distance=max_distance, pool=pool)
+    return hits, gather_episodes(
+        store, scope, vector, span, max_distance=max_distance, pool=pool, channels=channels
+    )
 
 
 def fuse_allowed(
