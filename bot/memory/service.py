@@ -477,7 +477,9 @@ class MemoryService:
         if isolation is not None and isolation.expired():
             return Reading(left=part)
         try:
-            extraction = await extract_chunk(self.llm, part, community=self.policy.community)
+            extraction = await extract_chunk(
+                self.llm, part, community=self.policy.community, mode=self.policy.extraction
+            )
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
