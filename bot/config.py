@@ -119,8 +119,9 @@ class Settings:
     bot_persona: str = DEFAULT_PERSONA
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
+    mcp_token: str = ""  # `python -m bot mcp --http`: the bearer token agents must send (none: refused)
 
-    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key")
+    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key", "mcp_token")
 
     def missing(self, *names: str) -> list[str]:
         """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
