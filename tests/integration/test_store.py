@@ -381,6 +381,33 @@ def test_deleting_a_message_that_only_repeated_an_imported_fact_keeps_it(store: 
     assert [f.id for f in store.list_facts("guild:1", "alice")] == [tea]
 
 
+def test_recent_facts_put_the_last_stated_or_confirmed_first(store: Store) -> None:
+    tea, cello, oslo = store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice likes tea", unit(1.0), ["m1"]),
+            fact("guild:1", "alice", "Alice plays the cello", unit(2.0), ["m2"]),
+            fact("guild:1", "alice", "Alice lives in Oslo", unit(3.0), ["m3"]),
+        ]
+    )
+    store.add_facts([fact("guild:1", "bob", "Bob likes coffee", unit(1.0), ["m4"])])
+    assert [f.id for f in store.recent_facts("guild:1", "alice", 10)] == [oslo, cello, tea]
+    again = NewFact("guild:1", "alice", "Alice", "Alice likes tea", ["m5"])
+    store.apply_flush([Operation(Decision.DUPLICATE, again, tea)])  # said again: the newest now
+    assert [f.id for f in store.recent_facts("guild:1", "alice", 2)] == [tea, oslo]
+    [moved] = store.apply_flush(
+        [
+            Operation(
+                Decision.INVALIDATE,
+                NewFact("guild:1", "alice", "Alice", "Alice lives in Rome", ["m6"], embedding=unit(3.0)),
+                oslo,
+            )
+        ]
+    )
+    recent = store.recent_facts("guild:1", "alice", 10)
+    assert [f.id for f in recent] == [moved.fact_id, tea, cello]  # a superseded fact is not listed
+    assert recent[1].source_message_ids == ("m1", "m5")
+
+
 def test_a_source_deleted_while_the_flush_ran_is_not_kept_on_the_fact(store: Store) -> None:
     now = 1.0
     store.buffer_messages([(BufferedMessage("m2", "guild:1", "c1", "alice", "Alice", "I fly", "t"), now)])

@@ -51,6 +51,17 @@ class Facts(Connected):
         )
         return facts_from(self.conn, rows)
 
+    def recent_facts(self, scope: str, user_id: str, limit: int) -> list[Fact]:
+        """A person's active facts, the most recently stated or confirmed first (`updated_at`: a repeat
+        or a correction brings a fact back to the top), with their sources."""
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? AND f.user_id = ? "
+            "AND f.status = 'active' ORDER BY f.updated_at DESC, f.id DESC LIMIT ?",
+            (scope, user_id, limit),
+        )
+        return facts_from(self.conn, rows)
+
     def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int:
         status_filter = "" if all_statuses else "AND status = 'active'"
         count: int = scalar(
