@@ -180,7 +180,7 @@ class EpisodePoint(_Lenient):
         description="one short point: a topic, decision, plan with its date, open question or link"
     )
     sources: list[str] = Field(default_factory=list, description="ids of the messages it comes from")
-    sensitive: bool = Field(default=False, description=f"true when it touches {SENSITIVE_CATEGORIES}")
+    sensitive: bool = Field(default=False, description="true when it touches a sensitive category")
 
     _sensitive = field_validator("sensitive", mode="before")(lambda value: sensitive_flag(value))
     _sources = field_validator("sources", mode="before")(lambda value: [] if value is None else value)
@@ -263,15 +263,13 @@ KIND_WORDS = {
 
 
 class SelectedLine(_Lenient):
-    """One line the model chose. An unknown kind is read as "self": what the bot writes from the line
-    passes the same checks whatever the model called it, so the kind only routes it."""
+    # An unknown kind is read as "self": what the bot writes from the line passes the same checks
+    # whatever the model called it, so the kind only routes it. The schema's text is short: a small
+    # model reads it in every request, and the instruction already says what each kind means.
+    model_config = ConfigDict(coerce_numbers_to_str=True, json_schema_extra={"description": "a chosen line"})
 
     id: str = Field(description="the line's id (m1, m2 ...)")
-    kind: Literal["self", "sensitive", "community"] = Field(
-        default="self",
-        description=f"self: about the speaker; sensitive: about the speaker's {SENSITIVE_CATEGORIES}; "
-        "community: about the server or group itself",
-    )
+    kind: Literal["self", "sensitive", "community"] = Field(default="self")
 
     @model_validator(mode="before")
     @classmethod
@@ -440,6 +438,7 @@ durable about THEMSELVES: who they are, where they live, their work or studies, 
 they like or dislike, their skills, possessions, long-running projects, plans with a date, and changes
 to any of these ("I moved", "I quit", "not anymore"). You do not write the facts: the bot does.
 
+Most lines of a chat are chatter: usually only a few lines of each speaker qualify, often none.
 For each such line give its id and its kind:
 - self: a durable fact about the speaker;
 - sensitive: a fact about the speaker's {SENSITIVE_CATEGORIES}.

@@ -81,18 +81,18 @@ async def test_the_bot_writes_the_chosen_lines_first_person_clauses_in_one_call(
 async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
     chunk = [
         said(1, ANA, "I live in Porto"),
-        said(2, BEN, "in the evenings I play the cello"),
+        said(2, BEN, "playing the cello in an orchestra these days"),
         said(3, ANA, "j'habite à Porto depuis 2019"),
         said(4, BEN, "my favourite food is pierogi"),
     ]
     rewrite = {
-        "facts": [{"speaker": "Ben", "text": "Ben plays the cello in the evenings", "sources": ["m2"]}]
+        "facts": [{"speaker": "Ben", "text": "Ben plays the cello in an orchestra", "sources": ["m2"]}]
     }
     model = Answers({"lines": ["m1", "m2", "m4"]}, rewrite)
     facts = await facts_of(chunk, model)
     assert facts == {
         ANA: ["Ana lives in Porto"],
-        BEN: ["Ben's favourite food is pierogi", "Ben plays the cello in the evenings"],
+        BEN: ["Ben's favourite food is pierogi", "Ben plays the cello in an orchestra"],
     }
     (_, _, selection_limit), (task, prompt, limit) = model.calls
     assert task == REWRITE_TASK
@@ -176,8 +176,28 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
         ("Rex is my dog, by the way", None),
         ("ich wohne in Graz", None),
         ("I heard the new album is great", []),
+        ("in the evenings I play the cello", ["I play the cello in the evenings"]),
+        ("ok, I'll check it later", []),
+        ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
+        ("I'm not sure about that one", []),
+        ("I agree, I want a new bike", []),
+        (
+            "I work as a nurse, so my hours are all over the place",
+            ["I work as a nurse, so my hours are all over the place"],
+        ),
     ],
 )
 def test_the_clauses_the_bot_writes_itself(text: str, clauses: list[str] | None) -> None:
     names = {"dev", "ben", "ana"}
     assert own_clauses(text, "Dev", names) == clauses
+
+
+async def test_a_selection_of_nearly_every_line_sends_none_to_a_model() -> None:
+    chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 12)]
+    chunk.append(said(12, ANA, "I live in Porto"))
+    model = Answers({"lines": [f"m{n}" for n in range(1, 13)]}, {"facts": []})
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"]}
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]
+    fewer = Answers({"lines": ["m1", "m12"]}, {"facts": []})  # a choice: the line it cannot write is asked
+    await facts_of(chunk, fewer)
+    assert [task for task, _, _ in fewer.calls] == [SELECT_TASK, REWRITE_TASK]
