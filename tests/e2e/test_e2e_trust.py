@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.cogs.memory_commands import NOT_YOURS
-from bot.cogs.telling import NOTHING_MATCHES
+from bot.discord_bot.cogs.memory_commands import NOT_YOURS
+from bot.discord_bot.cogs.telling import NOTHING_MATCHES
 from bot.memory.models import Fact
 from bot.memory.ports import ModelBadAnswer
 from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK

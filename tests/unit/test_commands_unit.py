@@ -10,9 +10,15 @@ import discord
 import pytest
 from discord import app_commands
 
-from bot.cogs.admin import format_stats
-from bot.cogs.errors import GENERIC_FAILURE, GUILD_ONLY, NEED_MANAGE_SERVER, report_error, user_message
-from bot.cogs.memory_commands import (
+from bot.discord_bot.cogs.admin import format_stats
+from bot.discord_bot.cogs.errors import (
+    GENERIC_FAILURE,
+    GUILD_ONLY,
+    NEED_MANAGE_SERVER,
+    report_error,
+    user_message,
+)
+from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
     NOTHING_FORGOTTEN_TIMEOUT,
@@ -405,7 +411,7 @@ def test_the_persona_in_force_is_the_channels_then_its_parents_then_the_servers(
 
 
 def test_a_status_with_many_channel_personas_fits_one_message() -> None:
-    from bot.cogs.admin import STATUS_MAX_CHARS, format_status
+    from bot.discord_bot.cogs.admin import STATUS_MAX_CHARS, format_status
     from bot.memory.models import GuildSettings
 
     many = {str(1000 + i): "x" * 500 for i in range(40)}
