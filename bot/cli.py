@@ -287,7 +287,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int:
     if command == "run":
-        from bot.runner import run_bot
+        from bot.discord_bot.runner import run_bot
 
         return run_bot(settings)
     if command == "chat":
@@ -368,12 +368,17 @@ def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
     if missing:
         raise CliError(*missing, f"recall embeds queries with {provider_name(settings, Purpose.EMBED)}")
     require_database(settings)
+    from bot.mcp.discord_view import DiscordUnavailable
     from bot.mcp.server import run
+    from bot.memory.consult import ConsultError
     from bot.terminal import default_name
 
     if args.terminal and args.name is None:
         args.name = default_name()
-    return run(settings, args)
+    try:
+        return run(settings, args)
+    except (ConsultError, DiscordUnavailable) as exc:  # a session that cannot start: one line
+        raise CliError(str(exc)) from None
 
 
 # ---- check --------------------------------------------------------------------------------------------
@@ -445,9 +450,9 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
     import aiohttp
     import discord
 
-    from bot.client import point_discord_at
+    from bot.discord_bot.client import point_discord_at
+    from bot.discord_bot.runner import TOKEN_REJECTED
     from bot.gist import first_line
-    from bot.runner import TOKEN_REJECTED
 
     point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
     http = discord.http.HTTPClient(asyncio.get_running_loop())

@@ -3,7 +3,7 @@
 The MCP front-end runs in a process of its own, without the gateway, so it has no cache of channels,
 roles and members. It reads them over REST (the guild with its roles, its channels with their
 overwrites, its members) and builds the same `discord.Guild` the gateway would, so the audience rule is
-the bot's own (`bot/audience.py`: `AudienceResolver.covers`, `member_can_read`), not a copy. The view is
+the bot's own (`bot/discord_bot/audience.py`: `AudienceResolver.covers`, `member_can_read`), not a copy. The view is
 read again before a call when it is older than `MAX_AGE_SECONDS`, so a changed overwrite holds at once.
 When Discord cannot be read, `guild` is None and sessions fall back to what was said in their own
 channel (`bot/mcp/session.py`).
@@ -20,9 +20,9 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from bot.audience import AudienceResolver
-from bot.client import point_discord_at
 from bot.config import Settings
+from bot.discord_bot.audience import AudienceResolver
+from bot.discord_bot.client import point_discord_at
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class DiscordUnavailable(Exception):
 class RestBot(commands.Bot):
     """A bot that is never connected to the gateway: REST calls, and a cache this module fills.
 
-    `memory` and `settings` are what the admin log reads of a bot (`bot/adminlog.py`)."""
+    `memory` and `settings` are what the admin log reads of a bot (`bot/discord_bot/adminlog.py`)."""
 
     def __init__(self, settings: Settings, memory: Any) -> None:
         intents = discord.Intents.none()

@@ -23,10 +23,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from bot.adminlog import AdminLog, plural
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
-from bot.mcp.discord_view import DiscordUnavailable
+from bot.discord_bot.adminlog import AdminLog, plural
 from bot.mcp.session import Binding, Session, login, open_session, since_of
 from bot.memory import consult
 from bot.memory.consult import ConsultError
@@ -258,7 +257,8 @@ async def _serve_http(server: MCPServer[Any], token: str, host: str, port: int) 
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    """`python -m bot mcp`: checked by the CLI; serve until the end."""
+    """`python -m bot mcp`: checked by the CLI; serve until the end. A session that cannot start raises
+    ConsultError or DiscordUnavailable, which the CLI reports as a line."""
     binding = Binding(
         channel_id=args.channel,
         user_id=args.user,
@@ -266,10 +266,5 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         name=args.name if args.terminal else None,
     )
     http = (args.host, args.port) if args.http else None
-    try:
-        asyncio.run(serve(settings, binding, http=http))
-    except (ConsultError, DiscordUnavailable) as exc:
-        from bot.cli import CliError
-
-        raise CliError(str(exc)) from None
+    asyncio.run(serve(settings, binding, http=http))
     return 0

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import discord
 
-from bot.adminlog import AdminLog
-from bot.audience import audience_key
+from bot.discord_bot.adminlog import AdminLog
+from bot.discord_bot.audience import audience_key
 from bot.mcp.discord_view import DiscordUnavailable, DiscordView, RestBot
 from bot.memory.consult import ConsultError, Reader
 from bot.memory.lookup import find_person

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.client import RESTARTING
-from bot.cogs.errors import NEED_MANAGE_SERVER
-from bot.cogs.memory_commands import (
+from bot.discord_bot.client import RESTARTING
+from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
+from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
     NOTHING_FORGOTTEN_TIMEOUT,
@@ -404,7 +404,7 @@ async def test_forget_all_left_to_expire_removes_nothing(
 ) -> None:
     async with world(tmp_path) as w:
         # load_extension executes the cog module afresh: patch the module the bot loaded, not an import of it.
-        live = w.bot.extensions["bot.cogs.memory_commands"]
+        live = w.bot.extensions["bot.discord_bot.cogs.memory_commands"]
         monkeypatch.setattr(live, "CONFIRM_TIMEOUT_SECONDS", 0.5)
 
         ids = await seed(w, w.alpha, w.alice, ["alice rides a unicycle", "alice speaks Finnish"])

@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
-from bot.cogs.memory_commands import NOT_YOURS
-from bot.cogs.telling import NOTHING_MATCHES
+from bot.discord_bot.cogs.memory_commands import NOT_YOURS
+from bot.discord_bot.cogs.telling import NOTHING_MATCHES
+from bot.memory import consult
+from bot.memory.consult import Reader
 from bot.memory.models import Fact
 from bot.memory.ports import ModelBadAnswer
 from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.memory.recall import Audience, Participant
 from bot.memory.service import MAX_BAD_ANSWERS
 from bot.storage import Store
 from standins.brain import last_user_text, system_text
@@ -242,6 +245,22 @@ async def facts_command(w: World, caller: dict[str, Any], **options: Any) -> tup
     inter = await w.discord.invoke_command(caller, "facts", channel_id=w.general, options=options)
     body = await inter.wait_response()
     return inter, body["data"]
+
+
+async def test_facts_show_a_fact_told_through_mcp_as_told_so_not_as_a_channel(tmp_path: Path) -> None:
+    """MCP's `remember` records the origin "mcp", no channel: /facts names it, never as <#mcp>."""
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.bob, "I like green tea")
+        await w.flush()
+        bob = Participant(str(w.bob["id"]), "bob")
+        reader = Reader(f"guild:{w.alpha.id}", Audience(bob.user_id), bob)
+        stored = await consult.remember(w.bot.memory, reader, "I play the oboe")
+        assert [fact["text"] for fact in stored["stored"]] == ["bob plays the oboe"]
+        _, own = await facts_command(w, w.bob)
+        entries = own["content"].split("\n#")
+        [oboe] = [entry for entry in entries if "bob plays the oboe" in entry]
+        assert oboe.endswith("↳ told through MCP") and "<#mcp>" not in own["content"]
+        assert f"said in <#{w.general}>" in own["content"]  # the tea, said in a channel, as before
 
 
 async def test_facts_show_where_each_fact_was_learned_and_others_only_what_the_caller_can_read(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.client import MemoryBot
+from bot.discord_bot.client import MemoryBot
 from bot.memory.models import Fact
 from bot.storage import Store
 from standins.brain import FakeBrain

@@ -91,7 +91,7 @@ def test_an_empty_variable_does_not_hide_the_dotenv_value(
 def test_proxy_urls_are_applied_and_a_bare_host_gets_the_api_path() -> None:
     import discord
 
-    from bot.client import point_discord_at
+    from bot.discord_bot.client import point_discord_at
 
     old_base, old_gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
     try:
