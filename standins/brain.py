@@ -126,14 +126,13 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
 
 def select(payload: dict[str, Any]) -> dict[str, Any]:
     """The selection answer for the same judgement: the ids of the lines `extract` takes a fact from
-    (kind sensitive or community as it marks them), and the same episodes."""
+    (under sensitive or community as it marks them), and the same episodes."""
     found = extract(payload)
-    kinds: dict[str, str] = {}
+    chosen: dict[str, list[str]] = {"self": [], "sensitive": [], "community": []}
     for fact in found["facts"]:
-        kinds.setdefault(fact["sources"][0], "sensitive" if fact["sensitive"] else "self")
-    for fact in found["community"]:
-        kinds.setdefault(fact["sources"][0], "community")
-    return {"lines": [{"id": i, "kind": k} for i, k in kinds.items()], "episodes": found["episodes"]}
+        chosen["sensitive" if fact["sensitive"] else "self"].append(fact["sources"][0])
+    chosen["community"] = [fact["sources"][0] for fact in found["community"]]
+    return {**{kind: list(dict.fromkeys(ids)) for kind, ids in chosen.items()}, "episodes": found["episodes"]}
 
 
 _REQUEST = re.compile(r"^.*?\b(?:remember|note) that\s+", re.I)

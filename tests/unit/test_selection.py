@@ -72,7 +72,7 @@ async def test_the_bot_writes_the_chosen_lines_first_person_clauses_in_one_call(
         said(3, ANA, "nice weather"),
         said(4, BOT, "Ben, you mentioned you're a vegan chef, right?"),
     ]
-    model = Answers({"lines": [{"id": "m1", "kind": "self"}, "m2", {"line": 4, "type": "self"}, "m9"]})
+    model = Answers({"self": ["m1", "m2", 4, "m9"]})
     facts = await facts_of(chunk, model)
     assert facts == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter", "Ben plays the cello"]}
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]  # nothing needed a model's writing
@@ -88,7 +88,7 @@ async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_wi
     rewrite = {
         "facts": [{"speaker": "Ben", "text": "Ben plays the cello in an orchestra", "sources": ["m2"]}]
     }
-    model = Answers({"lines": ["m1", "m2", "m4"]}, rewrite)
+    model = Answers({"self": ["m1", "m2", "m4"]}, rewrite)
     facts = await facts_of(chunk, model)
     assert facts == {
         ANA: ["Ana lives in Porto"],
@@ -109,7 +109,7 @@ async def test_what_the_rewrite_writes_is_judged_like_any_proposal() -> None:
             {"speaker": "Ben", "text": "Ben mora em Lisboa", "sources": ["m2"]},
         ]
     }
-    facts = await facts_of(chunk, Answers({"lines": ["m1", "m2"]}, rewrite))
+    facts = await facts_of(chunk, Answers({"self": ["m1", "m2"]}, rewrite))
     assert facts == {BEN: ["Ben mora em Lisboa"]}
 
 
@@ -127,27 +127,37 @@ async def test_secrets_moods_hearsay_sensitive_lines_and_questions_chosen_by_the
     rewrite = {
         "facts": [{"speaker": "Ana", "text": "Ana just adopted a puppy. Any tips?", "sources": ["m5"]}]
     }
-    model = Answers({"lines": ["m1", "m2", "m3", {"id": "m4", "kind": "health"}, "m5", "m6"]}, rewrite)
+    model = Answers({"self": ["m1", "m2", "m3", "m4", "m5", "m6"], "sensitive": ["m4"]}, rewrite)
     facts = await facts_of(chunk, model)
     assert facts == {ANA: ["Ana just adopted a puppy."], BEN: ["Ben adopted a puppy"]}
     rewritten = model.calls[1][1]
     assert "puppy" in rewritten and "Tulip" not in rewritten and "diabetes" not in rewritten
 
 
-@pytest.mark.parametrize("answer", [{}, {"properties": {"lines": {"type": "array"}}}, {"lines": [{"x": 1}]}])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {},
+        {"properties": {"self": {"type": "array"}}},
+        {"lines": [{"x": 1}]},
+        {"self": ["Ana lives in Porto"]},
+    ],
+)
 async def test_a_selection_off_the_schema_is_unusable_never_nothing_said(answer: Any) -> None:
     with pytest.raises(ModelBadAnswer):
         await facts_of([said(1, ANA, "I live in Porto")], Answers(answer))
 
 
 def test_common_answer_shapes_read_as_line_ids() -> None:
-    read = SelectionResult.model_validate({"ids": [3, "M4", {"message_id": "m5", "category": "server"}]})
+    read = SelectionResult.model_validate({"ids": [3, "M4"], "sensitive": ["m4"], "community": ["m5"]})
     assert [(line.id, line.kind) for line in read.lines] == [
-        ("m3", "self"),
-        ("m4", "self"),
+        ("m4", "sensitive"),
         ("m5", "community"),
+        ("m3", "self"),
     ]
-    assert SelectionResult.model_validate({"lines": []}).lines == []  # nothing durable said: a valid answer
+    objects = SelectionResult.model_validate({"lines": [3, {"message_id": "m5", "category": "server"}]})
+    assert [(line.id, line.kind) for line in objects.lines] == [("m5", "community"), ("m3", "self")]
+    assert SelectionResult.model_validate({"self": []}).lines == []  # nothing durable said: a valid answer
 
 
 async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_it_speaks_as_we() -> None:
@@ -195,9 +205,9 @@ def test_the_clauses_the_bot_writes_itself(text: str, clauses: list[str] | None)
 async def test_a_selection_of_nearly_every_line_sends_none_to_a_model() -> None:
     chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 12)]
     chunk.append(said(12, ANA, "I live in Porto"))
-    model = Answers({"lines": [f"m{n}" for n in range(1, 13)]}, {"facts": []})
+    model = Answers({"self": [f"m{n}" for n in range(1, 13)]}, {"facts": []})
     assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"]}
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]
-    fewer = Answers({"lines": ["m1", "m12"]}, {"facts": []})  # a choice: the line it cannot write is asked
+    fewer = Answers({"self": ["m1", "m12"]}, {"facts": []})  # a choice: the line it cannot write is asked
     await facts_of(chunk, fewer)
     assert [task for task, _, _ in fewer.calls] == [SELECT_TASK, REWRITE_TASK]
