@@ -211,6 +211,25 @@ def test_a_version_7_database_gets_its_facts_words_indexed_per_person(tmp_path: 
         store.close()
 
 
+def test_a_new_file_gets_16_kib_pages_where_five_vector_rows_fit_and_an_old_file_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    new = Store.open(tmp_path / "new.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    assert new.conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    new.close()
+    legacy = sqlite3.connect(tmp_path / "legacy.sqlite3")
+    legacy.execute("PRAGMA page_size = 4096")
+    legacy.execute("PRAGMA journal_mode = WAL")
+    legacy.close()
+    old = Store.open(tmp_path / "legacy.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert old.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        [fid] = old.add_facts([fact("dm", "alice", "Alice keeps bees", unit(1.0))])
+        assert [f.id for f in old.keyword_search("dm", "alice", "bees", 5)] == [fid]
+    finally:
+        old.close()
+
+
 def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     first = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)

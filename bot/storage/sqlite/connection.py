@@ -129,7 +129,14 @@ def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
     return conn  # type: ignore[no-any-return]  # the driver module is chosen at run time
 
 
+PAGE_SIZE = 16384
+
+
 def _configure(conn: sqlite3.Connection, *, readonly: bool) -> None:
+    """Pragmas of every connection. A new file gets 16 KiB pages (set before WAL fixes the size): a fact's
+    vector row (3 KiB at 768 dimensions) takes a 4 KiB page of its own, while five share 16 KiB, so a
+    million facts need 0.8 GB less. An existing file keeps its page size."""
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
     conn.execute("PRAGMA busy_timeout = 30000")
