@@ -216,6 +216,8 @@ def test_a_new_file_gets_16_kib_pages_where_five_vector_rows_fit_and_an_old_file
 ) -> None:
     new = Store.open(tmp_path / "new.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
     assert new.conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    # Read through a memory map: a search copies no whole 16 KiB page to read a row of it.
+    assert new.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
     new.close()
     legacy = sqlite3.connect(tmp_path / "legacy.sqlite3")
     legacy.execute("PRAGMA page_size = 4096")

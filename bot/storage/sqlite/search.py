@@ -3,8 +3,9 @@
 The keyword index `owner_words` holds, per active fact, its folded words each glued to its person's
 hashed token (`owner_token`): "o<20 hex>lives", "o<20 hex>oslo". FTS5 keeps terms sorted, so the terms
 of one person sit together, and a stem matched as a prefix ('"o<20 hex>liv"*') expands only to that
-person's words: its cost follows the person's facts, not how many facts in the whole file share the
-stem (as `text:"liv"*` over everyone's words did). Query words are quoted: no FTS syntax from users.
+person's words: its cost follows the person's facts (and FTS5's segments, a handful that it merges as
+the index grows), not how many facts in the whole file share the stem (as `text:"liv"*` over everyone's
+words did). Query words are quoted: no FTS syntax from users.
 
 The table is contentless (no copy of the text, no positions: `detail=none`), so a fact leaves it
 through FTS5's 'delete' command given the words it was indexed with, which `_unindex_words` rebuilds
