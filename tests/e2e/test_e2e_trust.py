@@ -328,7 +328,7 @@ async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_ol
         assert (fixed.id, fixed.text, fixed.sources) == (wrong.id, "bob lives in Oslo", wrong.sources)
         conn = w.bot.memory.store.sync.conn
         for table in ("facts", "fact_events", w.text_index):
-            assert "Oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()), table
+            assert "oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()).lower(), table
         reply = await ask(w, w.general, w.bob, "where do I live? Oslo")
         assert "bob lives in Oslo<" in reply
 

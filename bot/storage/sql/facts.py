@@ -178,13 +178,13 @@ class Facts(Connected):
 
     def _supersede(self, old_id: int, new_id: int, status: FactStatus, now: str) -> None:
         """Take an active fact out of search, keeping its row and its vector (archived) for history."""
+        self._unindex_words(old_id)  # first: while the row still says what was indexed
         self.conn.execute(
             "UPDATE facts SET status = ?, superseded_by = ?, updated_at = ?, "
             "archived_embedding = (SELECT embedding FROM fact_vectors WHERE fact_id = ?) WHERE id = ?",
             (status.value, new_id, now, old_id, old_id),
         )
         self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
-        self._unindex_words(old_id)
 
     def _merged_into(self, fact_id: int) -> list[int]:
         """The facts this one was merged into, one after the other: its words live on in each of them."""
