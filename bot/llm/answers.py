@@ -102,3 +102,24 @@ def normalised(values: Sequence[float]) -> list[float]:
     if norm == 0 or not math.isfinite(norm):
         return [float(v) for v in values]
     return [v / norm for v in values]
+
+
+def plain_schema(schema: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """`schema`'s JSON Schema as a model reads it in its instruction: nested shapes written in place
+    (no `$defs` to follow) and no titles. A 1.5B model shown the pydantic form answered with the schema
+    itself (`{"$defs": ...}`) on a selection (bench/quality.py, 2026-11-26)."""
+    full = schema.model_json_schema()
+    defs = full.pop("$defs", {})
+
+    def inline(node: Any, names: bool = False) -> Any:
+        """`names`: the keys are field names (under "properties"), one of which may be "title"."""
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v, k == "properties") for k, v in node.items() if names or k != "title"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return dict(inline(full))

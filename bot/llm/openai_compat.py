@@ -30,7 +30,14 @@ from urllib.parse import urlsplit
 import openai
 import pydantic
 
-from bot.llm.answers import MalformedAnswer, OffSchemaAnswer, checked_vectors, normalised, read_answer
+from bot.llm.answers import (
+    MalformedAnswer,
+    OffSchemaAnswer,
+    checked_vectors,
+    normalised,
+    plain_schema,
+    read_answer,
+)
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
@@ -193,7 +200,7 @@ class OpenAICompatClient(RetryingClient):
         """Ask the memory model for an answer shaped like `schema`: validated, repaired once, retried; one
         cut off at `max_output_tokens` (finish reason "length") is ModelCutOff at once."""
         limit = self._token_limit(max_output_tokens)
-        schema_text = json.dumps(schema.model_json_schema(), separators=(",", ":"))
+        schema_text = json.dumps(plain_schema(schema), separators=(",", ":"))
 
         async def attempt() -> T:
             messages: list[Any] = [{"role": "user", "content": prompt}]

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.memory.durable import holds_secret, secret_values, statements
+from bot.memory.durable import holds_secret, secret_values, sensitive, statements
 from bot.memory.models import (
     COMMUNITY_ID,
     COMMUNITY_NAME,
@@ -133,7 +133,7 @@ def _community_facts(
     for item in result.community:
         text = statements(clean(strip_background_blocks(item.text), len(item.text)))
         words = stems(text)
-        if not worth_reading(text) or item.sensitive:  # sensitive, or a question
+        if not worth_reading(text) or item.sensitive or sensitive(text):  # sensitive, or a question
             continue
         if holds_secret(text, secrets):
             log.info("refused a community fact: it holds a secret")
@@ -186,7 +186,7 @@ def _episodes(
         for point in item.points:
             text = " ".join(clean(strip_background_blocks(point.text), len(point.text)).split())
             words = stems(text)
-            if not worth_reading(text) or point.sensitive or len(text) > MAX_POINT_CHARS:
+            if not worth_reading(text) or point.sensitive or sensitive(text) or len(text) > MAX_POINT_CHARS:
                 continue
             if holds_secret(text, secrets):
                 log.info("left a point out of an episode: it holds a secret")

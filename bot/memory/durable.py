@@ -128,3 +128,24 @@ def statements(text: str) -> str:
 
 def _asks(sentence: str) -> bool:
     return sentence.endswith("?") or bool(_ASKING.match(sentence))
+
+
+# Words that put a statement in a sensitive category whatever a model marked (English first): a floor
+# under the model's `sensitive` flag, which a small model sets on every line or on none.
+_SENSITIVE = re.compile(
+    r"\b(?:diabet\w*|cancer|chemo\w*|hiv|aids|depress\w*|anxiety|bipolar|schizo\w*|adhd|autis\w*|ptsd"
+    r"|epilep\w*|dementia|alzheimer\w*|disabilit\w*|disabled|wheelchair|medication|antidepressant\w*"
+    r"|therapist|therapy|rehab|pregnan\w*|miscarriage|abortion|gay|lesbian|bisexual|queer|transgender"
+    r"|asexual|muslim|christian|catholic|protestant|jewish|hindu|buddhist|atheist|sikh|mormon|mosque"
+    r"|synagogue|church|pray(?:s|ed|ing)?|religio\w*|voted? for|vote (?:labour|tory|democrat|republican)"
+    r"|party member|trade union|union member|arrested|convicted|prison|criminal record|salary|income"
+    r"|mortgage|debts?|bankrupt\w*|phone number|e-?mail (?:is|address)|home address|(?:my|his|her|their) address"
+    r"|ethnic\w*|racial)\b",
+    re.I,
+)
+
+
+def sensitive(text: str) -> bool:
+    """Whether `text` names health, orientation, belief, politics, a record, finances or contact
+    details in so many words: such a fact is never learned from chat, however a model marked it."""
+    return bool(_SENSITIVE.search(text))

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
-from bot.memory.durable import holds_secret, of_the_moment, secret_values, statements
+from bot.memory.durable import holds_secret, of_the_moment, secret_values, sensitive, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
-from bot.memory.ports import JsonModel, Purpose, answer_budget
+from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
 from bot.memory.prompts import (
     REWRITE_SYSTEM,
     ExtractionResult,
@@ -27,7 +27,7 @@ from bot.memory.prompts import (
     extraction_prompt,
     select_system,
 )
-from bot.memory.selection import write_selected
+from bot.memory.selection import select_budget, write_selected
 from bot.memory.text import (
     clean,
     content_words,
@@ -192,13 +192,19 @@ async def _select(
 ) -> ExtractionResult:
     """The selection call, the bot's writing, and (only for lines the bot cannot write) the short
     rewrite call; together, one answer for the same checks an enumerated answer gets."""
-    selection = await llm.generate_json(
-        Purpose.EXTRACT,
-        system=select_system(community=community),
-        prompt=view.prompt,
-        schema=SelectionResult,
-        max_output_tokens=answer_budget(len(chunk)),
-    )
+    try:
+        selection = await llm.generate_json(
+            Purpose.EXTRACT,
+            system=select_system(community=community),
+            prompt=view.prompt,
+            schema=SelectionResult,
+            max_output_tokens=select_budget(len(chunk), community=community),
+        )
+    except ModelCutOff:  # listing every line past its budget: as good as choosing every line
+        log.info("the selection ran past its output budget; read as choosing every line")
+        humans = {m.message_id for m in chunk if not m.is_bot}
+        every = [local for local, mid in view.local_ids.items() if mid in humans]
+        selection = SelectionResult.model_validate({"self": every})
     written = write_selected(selection, chunk, view.local_ids, view.handles, community=community)
     result = ExtractionResult(facts=written.facts, community=written.community, episodes=selection.episodes)
     if not written.rewrite:
@@ -320,7 +326,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         if of_the_moment(text):
             log.info("refused an extracted fact for %r: a mood or a hypothetical, nothing lasting", user_id)
             continue
-        if item.sensitive:  # kept only when the person asks for it (remember), never from chat
+        if item.sensitive or sensitive(text):  # kept only when the person asks (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
             continue
         subject = _named_subject(text, view)

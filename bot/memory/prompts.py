@@ -106,7 +106,7 @@ CONSOLIDATION_TASK = (
 )
 SELECTION_TASK = (
     "The ids of the chat lines where the speaker states something durable about themselves (or, with "
-    "community memory, about the server), each with its kind."
+    "community memory, about the server), by kind."
 )
 REMEMBER_RESULT_TASK = "The facts about themselves the person asked to be remembered, in the third person."
 

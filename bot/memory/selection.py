@@ -74,6 +74,9 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|me|my|mine|we|we're|us|our|ours)\b", re.
 # chatter copied as facts (bench/quality.py, Qwen2.5 1.5B: 50 of 50 lines chosen, 19 sent to rewrite).
 UNSELECTIVE_SHARE = 0.8
 UNSELECTIVE_MIN_LINES = 10
+SELECT_BASE_TOKENS = 64
+SELECT_TOKENS_PER_LINE = 5
+SELECT_EPISODE_TOKENS = 320
 
 
 @dataclass
@@ -96,19 +99,26 @@ def write_selected(
     """The facts of the lines the model chose, written by the bot where it can (see the module).
 
     A bot line, an unknown id or a line chosen twice is skipped; a line about the server only counts
-    with `community`. When nearly every line was chosen (UNSELECTIVE_SHARE), no line goes to a model. A "sensitive" line's facts are written with their flag, so that the checks refuse
-    them and keep their words out of the channel's episode.
+    with `community`. A "sensitive" line's facts are written with their flag, so that the checks refuse
+    them and keep their words out of the channel's episode. A kind under which nearly every line was
+    chosen (UNSELECTIVE_SHARE) tells nothing and is not followed: no line goes to a model then, and no
+    line is taken as sensitive or as the server's on its word (`durable.sensitive` still judges).
     """
     messages = {m.message_id: m for m in chunk}
-    humans = [m for m in chunk if not m.is_bot and worth_reading(m.content)]
+    humans = {local for local, mid in local_ids.items() if mid in messages and not messages[mid].is_bot}
+    selection = selection.model_copy(
+        update={
+            kind: []
+            for kind, ids in (("sensitive", selection.sensitive), ("community", selection.community))
+            if not _telling(kind, ids, humans)
+        }
+    )
     names = set().union(*(content_words(h) for h in handles.values())) if handles else set()
     written = Written()
-    seen: set[str] = set()
     for line in selection.lines:
         message = messages.get(local_ids.get(line.id, ""))
-        if message is None or message.is_bot or line.id in seen:
+        if message is None or message.is_bot:
             continue
-        seen.add(line.id)
         text = statements(clean(strip_background_blocks(message.content)))
         if not worth_reading(text):
             continue
@@ -129,16 +139,27 @@ def write_selected(
             ExtractedFact(speaker=speaker, text=clause, sources=[line.id], sensitive=line.kind == "sensitive")
             for clause in clauses
         )
-    chosen = len(seen & {local for local, mid in local_ids.items() if mid in {m.message_id for m in humans}})
-    if written.rewrite and len(humans) >= UNSELECTIVE_MIN_LINES and chosen >= UNSELECTIVE_SHARE * len(humans):
-        log.info(
-            "the model chose %d of %d lines, which tells nothing; %d lines the bot cannot write are left out",
-            chosen,
-            len(humans),
-            len(written.rewrite),
-        )
+    if not _telling("self", selection.own, humans):
         written.rewrite = []
     return written
+
+
+def _telling(kind: str, ids: list[str], humans: set[str]) -> bool:
+    """Whether a kind's ids choose: not nearly every human line of a chunk large enough to tell."""
+    chosen = len(set(ids) & humans)
+    if len(humans) < UNSELECTIVE_MIN_LINES or chosen < UNSELECTIVE_SHARE * len(humans):
+        return True
+    log.info(
+        "the model chose %d of %d lines as %s, which tells nothing; not followed", chosen, len(humans), kind
+    )
+    return False
+
+
+def select_budget(lines: int, *, community: bool) -> int:
+    """The output tokens a selection may take: a few per line (an id is about 3), and room for the
+    episodes' points with community memory. A model listing every line under every kind is cut off
+    there, and its answer read as choosing every line (`extract._select`)."""
+    return SELECT_BASE_TOKENS + SELECT_TOKENS_PER_LINE * lines + (SELECT_EPISODE_TOKENS if community else 0)
 
 
 def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:

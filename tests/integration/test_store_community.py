@@ -413,8 +413,10 @@ def test_an_admin_forgets_or_corrects_one_episode_leaving_no_trace_of_its_words(
         ("m3",),
     )
     assert [e.id for e, _ in store.episodes_near(SCOPE, unit(0.0, 1.0), 1)] == [tourney.id]
-    # The episodes' words are gone; the community facts made of the same messages are not episodes.
-    leftovers = [t for t in traces(store, backend, [HALL, TOURNEY]) if not t.startswith(("facts", "fact_"))]
+    # The episodes' words are gone; the community facts made of the same messages (and their keyword
+    # index, owner_words) are not episodes.
+    facts_tables = ("facts", "fact_", "owner_words")
+    leftovers = [t for t in traces(store, backend, [HALL, TOURNEY]) if not t.startswith(facts_tables)]
     assert leftovers == []
     raw = file_bytes(database)
     assert b"game night moves to" not in raw and b"- the Vortigaunt" not in raw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -10,11 +11,19 @@ from email.utils import formatdate
 import pytest
 from pydantic import BaseModel
 
-from bot.llm.answers import MalformedAnswer, OffSchemaAnswer, checked_vectors, normalised, read_answer
+from bot.llm.answers import (
+    MalformedAnswer,
+    OffSchemaAnswer,
+    checked_vectors,
+    normalised,
+    plain_schema,
+    read_answer,
+)
 from bot.llm.openai_compat import calls_written_as_text
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose, ToolCall, usage_scope
+from bot.memory.prompts import ExtractionResult
 
 
 class Pets(BaseModel):
@@ -241,3 +250,15 @@ async def test_ordinary_replies_and_unoffered_tools_pass_as_text() -> None:
     fenced = "```python\nprint(1)\n```"
     assert "".join([str(p) async for p in calls_written_as_text(_pieces(fenced), offered)]) == fenced
     assert [p async for p in calls_written_as_text(_pieces(braces), set())] == [braces]  # no tools offered
+
+
+def test_the_schema_in_an_instruction_has_its_shapes_in_place_and_no_titles() -> None:
+    class Titled(BaseModel):
+        title: str  # a field may be called title: only the schema's own titles go
+
+    schema = plain_schema(ExtractionResult)
+    text = json.dumps(schema)
+    assert "$defs" not in text and "$ref" not in text and '"title"' not in text
+    point = schema["properties"]["episodes"]["items"]["properties"]["points"]["items"]
+    assert point["required"] == ["text"] and "sources" in point["properties"]
+    assert plain_schema(Titled)["properties"] == {"title": {"type": "string"}}

@@ -7,11 +7,12 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from bot.memory.durable import sensitive
 from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
-from bot.memory.ports import ModelBadAnswer, Purpose
+from bot.memory.ports import ModelBadAnswer, ModelCutOff, Purpose, answer_budget
 from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
-from bot.memory.selection import own_clauses
+from bot.memory.selection import own_clauses, select_budget
 from tests.unit.test_extract import NOW
 
 T = TypeVar("T", bound=BaseModel)
@@ -98,7 +99,8 @@ async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_wi
     assert task == REWRITE_TASK
     assert "m2 " in prompt and "cello" in prompt
     assert "Porto" not in prompt and "pierogi" not in prompt and "m1 " not in prompt  # only that line
-    assert limit is not None and selection_limit is not None and limit < selection_limit
+    assert limit == answer_budget(1) < answer_budget(len(chunk))  # sized to the one line it writes
+    assert selection_limit == select_budget(len(chunk), community=True)
 
 
 async def test_what_the_rewrite_writes_is_judged_like_any_proposal() -> None:
@@ -211,3 +213,44 @@ async def test_a_selection_of_nearly_every_line_sends_none_to_a_model() -> None:
     fewer = Answers({"self": ["m1", "m12"]}, {"facts": []})  # a choice: the line it cannot write is asked
     await facts_of(chunk, fewer)
     assert [task for task, _, _ in fewer.calls] == [SELECT_TASK, REWRITE_TASK]
+
+
+async def test_a_kind_under_which_nearly_every_line_is_chosen_is_not_followed() -> None:
+    chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 12)]
+    chunk += [said(12, ANA, "I live in Porto"), said(13, BEN, "I have diabetes")]
+    every = [f"m{n}" for n in range(1, 14)]
+    model = Answers({"self": every, "sensitive": every, "community": every}, {"facts": []})
+    found = await extract_chunk(model, chunk, NOW, mode=SELECT)
+    # Sensitive on every line marks nothing; the bot's own floor still keeps diabetes out, and no line
+    # is the server's on the model's word.
+    assert [(f.user_id, f.text) for f in found.facts] == [(ANA, "Ana lives in Porto")]
+
+
+class CutOff(Answers):
+    async def generate_json(self, purpose: Purpose, **kwargs: Any) -> Any:
+        if kwargs["system"].startswith(SELECT_TASK):
+            self.calls.append((SELECT_TASK, kwargs["prompt"], kwargs.get("max_output_tokens")))
+            raise ModelCutOff("cut off at its limit", purpose=purpose, retryable=False)
+        return await super().generate_json(purpose, **kwargs)
+
+
+async def test_a_selection_cut_off_at_its_budget_is_read_as_choosing_every_line() -> None:
+    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "moved to Lyon last year")]
+    model = CutOff({}, {"facts": [{"speaker": "Ben", "text": "Ben moved to Lyon", "sources": ["m2"]}]})
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"], BEN: ["Ben moved to Lyon"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "is_sensitive"),
+    [
+        ("Ben has diabetes", True),
+        ("Ana voted for the Greens", True),
+        ("Dev's salary is 60k", True),
+        ("Chloe goes to church on Sundays", True),
+        ("The Minecraft server address is play.example.org", False),
+        ("Dev is allergic to peanuts", False),
+        ("Ana works as a nurse", False),
+    ],
+)
+def test_the_bots_own_floor_under_the_models_sensitive_mark(text: str, is_sensitive: bool) -> None:
+    assert sensitive(text) is is_sensitive
