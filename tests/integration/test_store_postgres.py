@@ -379,3 +379,49 @@ def test_a_connection_the_server_dropped_is_opened_again_on_the_next_call(
         assert store.get_state("k") == "after" and store.conn.raw.info.backend_pid != pid
     finally:
         store.close()
+
+
+def chunks_out_of_line(store: Store) -> int:
+    """How many TOAST chunks fact_vectors has: vectors kept out of their rows."""
+    [toast] = store.conn.execute(
+        "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'fact_vectors'::regclass"
+    ).fetchone()
+    count: int = store.conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0]
+    return count
+
+
+def test_a_database_with_vectors_in_toast_gets_them_into_their_rows(postgres_url: str) -> None:
+    """Version 7 kept a 768-dim vector out of line; migrating brings it into its row, equal, still found."""
+    wide = [0.01 * (i % 7 - 3) for i in range(768)]
+    text = "[" + ",".join(map(repr, wide)) + "]"
+    with psycopg.connect(postgres_url, autocommit=True) as old:
+        old.execute("CREATE TABLE schema_version (version integer PRIMARY KEY, file text NOT NULL)")
+        for migration in MIGRATIONS[:7]:
+            for statement in migration.statements:
+                old.execute(statement)  # type: ignore[call-overload]
+            old.execute("INSERT INTO schema_version VALUES (%s, %s)", (migration.number, migration.name))
+        old.execute(
+            "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+            "VALUES (1, 'dm', 'alice', 'Alice keeps bees', 'a', 'a')"
+        )
+        old.execute("INSERT INTO fact_vectors VALUES (1, 'dm', 'alice', %s::vector)", (text,))
+    store = Store.open(postgres_url, embedding_model="fake-embedding", dimensions=768)
+    try:
+        assert chunks_out_of_line(store) == 0
+        [(bees, distance)] = store.knn("dm", "alice", wide, 5)
+        assert bees.text == "Alice keeps bees" and distance == pytest.approx(0.0, abs=1e-6)
+        assert store.conn.execute("SELECT embedding = ?::vector FROM fact_vectors", (text,)).fetchone() == (
+            True,
+        )
+        # A vector too wide for a row still goes out of line, where STORAGE PLAIN would refuse the row.
+        store.conn.execute(
+            "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+            "VALUES (2, 'dm', 'alice', 'Alice hums', 'a', 'a')"
+        )
+        store.conn.execute(
+            "INSERT INTO fact_vectors VALUES (2, 'dm', 'alice', ?::vector)",
+            ("[" + ",".join(["0.5"] * 3072) + "]",),
+        )
+        assert chunks_out_of_line(store) > 0
+    finally:
+        store.close()
