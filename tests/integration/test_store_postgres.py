@@ -425,3 +425,23 @@ def test_a_database_with_vectors_in_toast_gets_them_into_their_rows(postgres_url
         assert chunks_out_of_line(store) > 0
     finally:
         store.close()
+
+
+def test_a_persons_hits_are_one_round_trip(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vector pool, keyword matches, their facts and sources and the person's count: one statement."""
+    store = open_store(postgres_url)
+    store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor: psycopg.Cursor[object], query: str, *args: object, **kwargs: object) -> object:
+        statements.append(query)
+        return execute(cursor, query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    near, matched = store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
+    monkeypatch.undo()
+    assert [f.text for f, _ in near] == [f.text for f in matched] == ["Alice keeps bees"]
+    assert matched[0].source_message_ids == ("m1",)
+    assert len(statements) == 1
+    store.close()

@@ -4,6 +4,8 @@
 -- its row as long as the row fits a page (768 float32 dimensions: two rows a page), and only a wider one
 -- (over about 2,000 dimensions) goes out of line; `SET STORAGE PLAIN` would instead refuse such a row.
 -- The rows already out of line come back in by rewriting the table in its physical order (the cast
--- through real[] is exact; a plain `SET` would keep the old TOAST pointers).
+-- through real[] is exact; a plain `SET` would keep the old TOAST pointers), and the rewritten column
+-- gets its statistics back at once.
 ALTER TABLE fact_vectors SET (toast_tuple_target = 8160);
 ALTER TABLE fact_vectors ALTER COLUMN embedding TYPE vector USING embedding::real[]::vector;
+ANALYZE fact_vectors;
