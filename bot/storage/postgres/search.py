@@ -11,10 +11,9 @@ words: any language works), restricted to the person; BM25 in Python ranks the m
 A recall's search of one person (`person_hits`) is one statement, one round trip: the vector pool, the
 keyword matches, those facts' rows and sources, and the person's count of active facts (BM25's N).
 
-`fact_words` has no GIN index on purpose: a search reads one person's tsvectors from the (scope, user_id)
-index, which includes them (an index-only scan), and matches them there (a few hundred, cheap), and a GIN
-index keeps a word as a key after its last fact is deleted (until a REINDEX), so a forgotten fact's words
-would stay in it.
+`fact_words` has no GIN index on purpose: a search reads one person's rows through the (scope, user_id)
+index and matches their tsvectors there (a few hundred, cheap), and a GIN index keeps a word as a key
+after its last fact is deleted (until a REINDEX), so a forgotten fact's words would stay in it.
 """
 
 from __future__ import annotations

@@ -1,3 +1,0 @@
--- A search reads one person's rows in fewer pages. Nothing to do here: on PostgreSQL this keeps
--- fact_vectors' vectors out of TOAST and puts the words in fact_words' owner index; SQLite keeps a
--- vector's BLOB in its row (or its row's overflow pages) already, and FTS5 is its own index.
