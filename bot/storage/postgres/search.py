@@ -3,7 +3,7 @@
 Vector search is exact: `embedding <=> query ORDER BY ... LIMIT k` over the rows the (scope, user_id)
 index gives, one person's only, so no approximate index (HNSW, IVFFlat) is needed, and none could
 return fewer of a person's facts because other people's vectors were nearer. The vectors are kept in
-their rows (migration 0008) and the query vector is sent in pgvector's binary format (`Vector`).
+their rows (migration `vectors_in_their_rows`) and the query vector is sent in pgvector's binary format (`Vector`).
 Keyword search matches the same stems as SQLite's as prefixes (`'liv':* | 'osl':*`) in `fact_words`, a
 tsvector of the fact's folded text under the 'simple' configuration (no language's stemming or stop
 words: any language works), restricted to the person; BM25 in Python ranks the matches.
