@@ -81,6 +81,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def printed_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """Print a titled table and return it as a results file keeps it: each cell as printed, so that a
+    figure quoted in the docs can be checked against the run that printed it."""
+    print(f"\n{title}")
+    print(table(headers, rows))
+    return {"title": title, "headers": list(headers), "rows": [[_cell(v) for v in row] for row in rows]}
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"

@@ -39,7 +39,7 @@ PER_MESSAGE = 4
 def scenarios() -> list[tuple[str, int, str]]:
     """(name, side, mode): the bombs found through the wire, and the largest square the per-image cap
     lets through, in RGBA (the mode that costs most to scale)."""
-    from bot.attachments import IMAGE_MAX_PIXELS
+    from bot.discord_bot.attachments import IMAGE_MAX_PIXELS
 
     return [
         ("7,070 px RGB bombs", BOMB_SIDE, "RGB"),
@@ -75,8 +75,8 @@ class File:
 
 async def child(base: str, size: int) -> None:
     """The measured process: one line of JSON per step, with VmHWM, VmRSS, seconds and images sent."""
-    from bot.attachments import AttachmentReader, attachment_limits
     from bot.config import Settings
+    from bot.discord_bot.attachments import AttachmentReader, attachment_limits
     from bot.memory.ports import InlineData
 
     def report(step: str, started: float, images: int = 0) -> None:

@@ -69,7 +69,7 @@ from bench.quality_script import (
     messages,
     script,
 )
-from bot.app import Models, open_memory, open_models, open_store
+from bot.app import Models, extraction_mode, open_memory, open_models, open_store
 from bot.config import Settings, load_settings
 from bot.memory.consolidate import Consolidator, cosine_distance
 from bot.memory.models import COMMUNITY_NAME, AppliedChange, Fact, NewFact
@@ -316,11 +316,13 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
             await service.flush_now(CHANNEL)
         except Exception as exc:  # the messages stay buffered; the run goes on and says so
             error = f"{type(exc).__name__}: {exc}"
+        calls = recorder.calls[calls_before:]
         flushes.append(
             {
                 "messages": f"{start}-{start + PHASE - 1}",
                 "seconds": round(time.perf_counter() - began, 2),
-                "generate_calls": len(recorder.calls) - calls_before,
+                "extract_seconds": round(sum(c["seconds"] for c in calls if c["purpose"] == "extract"), 2),
+                "generate_calls": len(calls),
                 "error": error,
             }
         )
@@ -335,11 +337,11 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
     usage = models.usage.snapshot()
     pending = await service.store.call(Store.count_pending)
     await service.close()
-    raw = [
-        {"user_id": str(f.get("user_id")), "text": f.get("text", "")}
+    raw = [  # what the model proposed: facts it wrote, and lines it chose (EXTRACTION_MODE=select)
+        {"user_id": str(f.get("user_id")), "text": f.get("text", "") or f"line {f.get('id')}"}
         for call in recorder.calls
         if call["purpose"] == "extract" and "answer" in call
-        for f in call["answer"].get("facts", [])
+        for f in call["answer"].get("facts", call["answer"].get("lines", []))
     ]
     return {
         "lines": lines,
@@ -688,8 +690,8 @@ def report(results: dict[str, Any]) -> None:
         print(f"per 100 messages: {chat['per_100']}")
         for f in chat["flushes"]:
             print(
-                f"flush {f['messages']}: {f['seconds']} s, {f['generate_calls']} generate calls"
-                + (f", error {f['error']}" if f["error"] else "")
+                f"flush {f['messages']}: {f['seconds']} s (extraction {f.get('extract_seconds', '-')} s), "
+                f"{f['generate_calls']} generate calls" + (f", error {f['error']}" if f["error"] else "")
             )
     perfect = results.get("perfect")
     if perfect:
@@ -822,6 +824,7 @@ def beside(runs: list[dict[str, Any]]) -> str:
 
     rows: list[tuple[str, Any]] = [
         ("messages", lambda r: (r.get("chat") or {}).get("messages", "-")),
+        ("extraction mode / seed", lambda r: f"{r.get('extraction_mode', '-')} / {r.get('seed', '-')}"),
         ("self-statements learned", lambda r: of(len(chat(r, "learned")), chat(r, "self_statements"))),
         ("proposed facts right", lambda r: of(classes(r, "correct"), chat(r, "proposed"))),
         ("wrong-person facts", lambda r: chat(r, "wrong_person")),
@@ -835,6 +838,12 @@ def beside(runs: list[dict[str, Any]]) -> str:
             lambda r: of(chat(r, "final_expected_active_present"), chat(r, "final_expected_active")),
         ),
         ("chat: extraction", lambda r: calls(r, "chat", "extract")),
+        (
+            "extraction s per 50-message flush",
+            lambda r: ", ".join(
+                str(f.get("extract_seconds", "-")) for f in (r.get("chat") or {}).get("flushes", [])
+            ),
+        ),
         ("chat: consolidation", lambda r: calls(r, "chat", "consolidate")),
         ("chat: seconds", lambda r: (r.get("chat") or {}).get("seconds", "-")),
         ("perfect inputs right", lambda r: of(perfect(r, "right"), perfect(r, "cases"))),
@@ -880,6 +889,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--local-args", default="", help="extra arguments for bench.local_model serve (or llama_cpp.server)"
     )
+    parser.add_argument(
+        "--mode",
+        choices=("select", "enumerate"),
+        help="EXTRACTION_MODE for the run (default: the bot's auto for the provider)",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="the local model's sampling seed (--local, --llama-server); in the file name"
+    )
     parser.add_argument("--chat-only", action="store_true")
     parser.add_argument("--perfect-only", action="store_true")
     parser.add_argument(
@@ -909,13 +926,17 @@ def main(argv: list[str] | None = None) -> None:
         print(beside([json.loads(path.read_text()) for path in args.beside]))
         return
     OVERRIDES.update(args.set)
+    partial = args.quick or args.chat_only or args.perfect_only or bool(OVERRIDES)
+    if args.mode:
+        OVERRIDES["extraction_mode"] = args.mode
+    local_args = args.local_args.split() + (["--seed", str(args.seed)] if args.seed is not None else [])
     server: LocalServer | LlamaServer | None = None
     if args.local:
-        server = LocalServer(args.local_args.split()).__enter__()
+        server = LocalServer(local_args).__enter__()
         endpoint: str | Settings = server.base_url
         label = "local: " + _local_label()
     elif args.llama_server:
-        server = LlamaServer(args.local_args.split()).__enter__()
+        server = LlamaServer(local_args).__enter__()
         endpoint, label = server.settings, _llama_label()
     else:
         endpoint = environment_models()
@@ -944,10 +965,12 @@ def main(argv: list[str] | None = None) -> None:
         "date": date,
         "load": f"{load:.1f}, {os.getloadavg()[0]:.1f}",  # the 1-minute load average before and after
         "settings_changed": OVERRIDES,
+        "extraction_mode": extraction_mode(settings_for(endpoint, Path("-"), 0)),
+        "seed": args.seed,
         **results,
     }
-    partial = args.quick or args.chat_only or args.perfect_only or bool(OVERRIDES)
     name = "quality_llama_server" if args.llama_server else "quality"
+    name += (f"_{args.mode}" if args.mode else "") + (f"_seed{args.seed}" if args.seed is not None else "")
     print(f"\nwrote {write_json(name, data, partial=partial)}")
 
 

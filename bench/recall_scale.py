@@ -18,7 +18,8 @@ that topic. Measured on the same data in the same run:
 With `--backend postgres` or `both` the same store queries run on PostgreSQL with pgvector too (a
 pgserver data folder per N; see `build_postgres`), and one table puts the two backends side by side.
 
-Builds are cached in bench/.cache/ keyed by N and the generator version.
+Builds are cached in bench/.cache/ keyed by N and the generator version (the SQLite store also by its
+layout version). The tables printed are written to the results file too, cell for cell.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench import pg
-from bench.common import CACHE, DOCS, machine, percentiles_ms, ratio, table, write_json
+from bench.common import CACHE, DOCS, machine, percentiles_ms, printed_table, ratio, write_json
 from bot.config import Settings
 from bot.memory.models import Fact, NewFact, iso, utcnow
 from bot.memory.recall import fuse, search_people
@@ -46,6 +47,7 @@ from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 
 GENERATOR_VERSION = 1
+STORE_LAYOUT = 2  # the SQLite store's files (2: 16 KiB pages, owner_words): an older cached store is rebuilt
 SEED = 20_260_301
 DIM = 768
 MODEL = "bench-synthetic"
@@ -175,7 +177,8 @@ class Dataset:
 
 def _paths(n: int) -> tuple[Path, Path, Path]:
     stem = CACHE / f"recall_v{GENERATOR_VERSION}_{n}"
-    return stem.with_suffix(".store.sqlite3"), stem.with_suffix(".seed.sqlite3"), stem.with_suffix(".json")
+    store = stem.with_suffix(f".store{STORE_LAYOUT}.sqlite3")
+    return store, stem.with_suffix(".seed.sqlite3"), stem.with_suffix(".json")
 
 
 def _remove(path: Path) -> None:
@@ -724,18 +727,25 @@ def measure_seed(ds: Dataset, queries: Sequence[Query], facts_per_person: int) -
 SEED_COLUMNS = ("samples", "inner_k", "limit", "p50", "p99", "short_pct", "empty_pct", "exact_pct")
 
 
-def report(results: list[dict[str, Any]]) -> None:
-    """Print the tables: the backends side by side, then (on a run with the seed plan) the SQLite tables."""
-    if any("postgres" in r for r in results):
-        report_backends(results)
-    if all("store" in r and "seed" in r for r in results):
-        report_sqlite(results)
+def report(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Print the tables: the backends side by side (SQLite's alone without the seed plan), then (on a run
+    with the seed plan) the SQLite tables.
+
+    Returns them as printed, for the results file.
+    """
+    tables = []
+    with_seed = all("store" in r and "seed" in r for r in results)
+    if any("postgres" in r for r in results) or not with_seed:
+        tables += report_backends(results)
+    if with_seed:
+        tables += report_sqlite(results)
+    return tables
 
 
 PARTS = ("knn_k5", "vector_pool", "keyword", "hybrid")
 
 
-def report_backends(results: list[dict[str, Any]]) -> None:
+def report_backends(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One table: each operation's p50 / p99 and exactness on SQLite and PostgreSQL, on the same queries."""
     rows = []
     for r in results:
@@ -747,49 +757,57 @@ def report_backends(results: list[dict[str, Any]]) -> None:
                     continue
                 row += [figures[part]["p50"], figures[part]["p99"], figures[part].get("exact_pct", "-")]
             rows.append(row)
-    print("\nPer-person recall, the same queries on both backends (ms; exact % against brute force)")
-    print(
-        table(
-            [
-                "N",
-                "operation",
-                "SQLite p50",
-                "SQLite p99",
-                "SQLite exact %",
-                "PG p50",
-                "PG p99",
-                "PG exact %",
-            ],
-            rows,
-        )
+    same = printed_table(
+        "Per-person recall, the same queries on both backends (ms; exact % against brute force)",
+        [
+            "N",
+            "operation",
+            "SQLite p50",
+            "SQLite p99",
+            "SQLite exact %",
+            "PG p50",
+            "PG p99",
+            "PG exact %",
+        ],
+        rows,
     )
-    builds = [[f"{r['n']:,}", *_build_row(r)] for r in results]
-    print("\nBuilds")
-    print(
-        table(
-            ["N", "SQLite MB", "SQLite add_facts/s", "PG MB", "PG add_facts/s", "PG COPY/s", "PG build s"],
-            builds,
-        )
+    builds = printed_table(
+        "Builds",
+        [
+            "N",
+            "SQLite MB",
+            "SQLite B/fact",
+            "SQLite add_facts/s",
+            "PG MB",
+            "PG B/fact",
+            "PG add_facts/s",
+            "PG COPY/s",
+            "PG build s",
+        ],
+        [[f"{r['n']:,}", *_build_row(r)] for r in results],
     )
+    return [same, builds]
 
 
 def _build_row(r: dict[str, Any]) -> list[Any]:
-    row: list[Any] = ["-", "-"]
+    row: list[Any] = ["-", "-", "-"]
     if "build" in r and "store" in r["build"]:
-        row = [r["build"]["store"]["file_bytes"] / 1e6, r["build"]["store"]["inserts_per_second"]]
+        store = r["build"]["store"]
+        row = [store["file_bytes"] / 1e6, store["bytes_per_fact"], store["inserts_per_second"]]
     if "postgres" in r:
         b = r["postgres"]["build"]
         return [
             *row,
             b["database_bytes"] / 1000000.0,
+            b["bytes_per_fact"],
             b["add_facts_per_second"],
             b["copy_per_second"],
             b["build_seconds"],
         ]
-    return [*row, "-", "-", "-", "-"]
+    return [*row, "-", "-", "-", "-", "-"]
 
 
-def report_sqlite(results: list[dict[str, Any]]) -> None:
+def report_sqlite(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The SQLite tables: headline against the seed plan, store components, seed-plan variants, sizes."""
     rows = []
     for r in results:
@@ -810,22 +828,22 @@ def report_sqlite(results: list[dict[str, Any]]) -> None:
         )
     headers = ["N", "hybrid p50", "hybrid p99", "exact % knn/pool/hybrid", "seed p50", "seed p99"]
     headers += ["seed short %", "seed empty %", "x p50", "x p99"]
-    print("\nPer-person recall (ms): the store's hybrid against the seed plan's global KNN + JOIN, k=5")
-    print(table(headers, rows))
-    parts = PARTS
-    print("\nStore components, p50 / p99 ms")
-    print(
-        table(
-            ["N", *parts],
+    return [
+        printed_table(
+            "Per-person recall (ms): the store's hybrid against the seed plan's global KNN + JOIN, k=5",
+            headers,
+            rows,
+        ),
+        printed_table(
+            "Store components, p50 / p99 ms",
+            ["N", *PARTS],
             [
-                [f"{r['n']:,}", *(f"{r['store'][p]['p50']:.3f} / {r['store'][p]['p99']:.3f}" for p in parts)]
+                [f"{r['n']:,}", *(f"{r['store'][p]['p50']:.3f} / {r['store'][p]['p99']:.3f}" for p in PARTS)]
                 for r in results
             ],
-        )
-    )
-    print("\nSeed plan variants (inner k of the global KNN, LIMIT)")
-    print(
-        table(
+        ),
+        printed_table(
+            "Seed plan variants (inner k of the global KNN, LIMIT)",
             ["N", "variant", "queries", "inner k", "limit", "p50", "p99", "short %", "empty %", "exact %"],
             [
                 [f"{r['n']:,}", name, *(v[key] for key in SEED_COLUMNS)]
@@ -833,11 +851,9 @@ def report_sqlite(results: list[dict[str, Any]]) -> None:
                 for name, v in r["seed"].items()
                 if name != "queries"
             ],
-        )
-    )
-    print("\nDatabase files (after a WAL checkpoint) and build rates")
-    print(
-        table(
+        ),
+        printed_table(
+            "Database files (after a WAL checkpoint) and build rates",
             ["N", "store MB", "store B/fact", "store inserts/s", "seed MB", "seed B/fact", "seed inserts/s"],
             [
                 [
@@ -851,8 +867,8 @@ def report_sqlite(results: list[dict[str, Any]]) -> None:
                 ]
                 for r in results
             ],
-        )
-    )
+        ),
+    ]
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -976,7 +992,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
     settings = Settings()
     results = [run_size(n, backends, args, settings, store_queries) for n in sizes]
-    report(results)
+    tables = report(results)
     data = {
         "benchmark": "recall_scale",
         "machine": machine(),
@@ -992,8 +1008,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             "recall_facts_per_person": settings.recall_facts_per_person,
             "recall_max_distance": settings.recall_max_distance,
             "generator_version": GENERATOR_VERSION,
+            "store_layout": STORE_LAYOUT,
         },
         "results": results,
+        "tables": tables,
     }
     # The seed-plan figures the docs quote come from a full SQLite run; a comparison of the backends has
     # a file (and a plot) of its own, so neither run replaces the other's figures.

@@ -20,6 +20,7 @@ from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
 from bot.llm.prompts import REMEMBER_TOOL
 from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
+from bot.memory.extract import ENUMERATE, SELECT
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
@@ -50,7 +51,21 @@ def memory_policy(settings: Settings) -> MemoryPolicy:
         consolidation=_fields(ConsolidationPolicy, settings, "consolidate_"),
         no_memory_marker=settings.memory_no_memory_marker,
         community=settings.memory_community,
+        extraction=extraction_mode(settings),
     )
+
+
+# EXTRACTION_MODE=auto per MODEL_PROVIDER, as measured with `python -m bench.quality` (docs/benchmarks.md
+# section 4): selection on the local llama.cpp server's small model; Gemini keeps enumeration, the mode
+# its runs were made with (the benchmark machine cannot reach Gemini to compare).
+MEASURED_EXTRACTION = {"gemini": ENUMERATE, "openai": SELECT}
+
+
+def extraction_mode(settings: Settings) -> str:
+    """EXTRACTION_MODE, or for `auto` the mode measured best for the extraction model's provider."""
+    if settings.extraction_mode != "auto":
+        return settings.extraction_mode
+    return MEASURED_EXTRACTION[settings.model_provider]
 
 
 @functools.cache

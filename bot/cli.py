@@ -87,6 +87,12 @@ def _user(text: str) -> str:
     return text
 
 
+def _snowflake(text: str) -> int:
+    if not is_discord_id(text) or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"invalid channel id {text!r}: expected a Discord id (digits)")
+    return int(text)
+
+
 def _positive(text: str) -> int:
     """A count or id: 0, negatives and '١' are usage errors rather than silently clamped or accepted."""
     number = positive_number(text)
@@ -183,6 +189,28 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--limit", type=_positive, help="facts per person (default RECALL_FACTS_PER_PERSON)")
     recall.add_argument("--json", action="store_true")
 
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the memory as MCP tools to other agents, bound to one audience (stdio, or HTTP)",
+        description=(
+            "Serves recall, get and recap (and remember, forget in a person's own session) over stdio, for "
+            "desktop clients, or streamable HTTP with --http (agents on other machines send MCP_TOKEN as a "
+            "bearer token). A session sees what one audience may: --channel ID, what a reply there could "
+            "use; --user ID --scope S, what that person sees with /facts; --terminal, the terminal chat's "
+            "person. Permissions are read from Discord with DISCORD_TOKEN; without them a channel's session "
+            "reads only what was said in that channel."
+        ),
+    )
+    audience = mcp.add_mutually_exclusive_group(required=True)
+    audience.add_argument("--channel", type=_snowflake, help="a server channel (or thread) id")
+    audience.add_argument("--user", type=_user, help="a person's Discord id (with --scope)")
+    audience.add_argument("--terminal", action="store_true", help="the terminal chat's person (--name)")
+    mcp.add_argument("--scope", type=_scope, help="guild:<id> or dm (a --user session's)")
+    mcp.add_argument("--name", type=_name, help="the terminal chat's person (default: your login name)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1)")
+    mcp.add_argument("--port", type=_positive, default=8765, help="the HTTP port (default 8765)")
+
     stats = sub.add_parser("stats", help="counts by status, people, pending messages")
     stats.add_argument("--json", action="store_true")
 
@@ -259,7 +287,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int:
     if command == "run":
-        from bot.runner import run_bot
+        from bot.discord_bot.runner import run_bot
 
         return run_bot(settings)
     if command == "chat":
@@ -272,6 +300,8 @@ def _dispatch(command: str, settings: Settings, args: argparse.Namespace) -> int
         return asyncio.run(cmd_recall(settings, args))
     if command == "stats":
         return asyncio.run(cmd_stats(settings, args))
+    if command == "mcp":
+        return cmd_mcp(settings, args)
     if command == "migrate":
         return cmd_migrate(settings, args)
     return asyncio.run(cmd_reembed(settings, args))
@@ -321,6 +351,34 @@ def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
     return run_chat(
         settings, name=args.name or default_name(), stdin=sys.stdin, out=sys.stdout, err=sys.stderr
     )
+
+
+# ---- mcp ----------------------------------------------------------------------------------------------
+
+
+def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
+    """The MCP front-end (bot/mcp/): checked here, then served until the client leaves."""
+    if args.user is not None and args.scope != "dm" and not (args.scope or "").startswith("guild:"):
+        raise CliError("--user needs --scope guild:<id> (a server) or --scope dm (their DMs)")
+    if args.terminal and args.scope is not None:
+        raise CliError("--terminal reads the terminal chat's scope; leave out --scope")
+    if args.http and not settings.mcp_token:
+        raise CliError("MCP_TOKEN is not set: HTTP is served only to agents that send it as a bearer token")
+    missing = settings.missing("model_key")
+    if missing:
+        raise CliError(*missing, f"recall embeds queries with {provider_name(settings, Purpose.EMBED)}")
+    require_database(settings)
+    from bot.mcp.discord_view import DiscordUnavailable
+    from bot.mcp.server import run
+    from bot.memory.consult import ConsultError
+    from bot.terminal import default_name
+
+    if args.terminal and args.name is None:
+        args.name = default_name()
+    try:
+        return run(settings, args)
+    except (ConsultError, DiscordUnavailable) as exc:  # a session that cannot start: one line
+        raise CliError(str(exc)) from None
 
 
 # ---- check --------------------------------------------------------------------------------------------
@@ -392,9 +450,9 @@ async def _check_discord(settings: Settings) -> dict[str, Any]:
     import aiohttp
     import discord
 
-    from bot.client import point_discord_at
+    from bot.discord_bot.client import point_discord_at
+    from bot.discord_bot.runner import TOKEN_REJECTED
     from bot.gist import first_line
-    from bot.runner import TOKEN_REJECTED
 
     point_discord_at(settings.discord_api_base_url, settings.discord_gateway_url)
     http = discord.http.HTTPClient(asyncio.get_running_loop())

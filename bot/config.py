@@ -91,6 +91,7 @@ class Settings:
     memory_flush_concurrency: int = 2
     memory_flush_min_messages: int = 20
     memory_community: bool = True
+    extraction_mode: str = "auto"  # select, enumerate, or auto: the measured default of MODEL_PROVIDER
     memory_flush_claim_seconds: float = 300.0
     memory_no_memory_marker: str = "!nomem"
     recall_facts_per_person: int = 6
@@ -118,8 +119,9 @@ class Settings:
     bot_persona: str = DEFAULT_PERSONA
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
+    mcp_token: str = ""  # `python -m bot mcp --http`: the bearer token agents must send (none: refused)
 
-    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key")
+    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key", "mcp_token")
 
     def missing(self, *names: str) -> list[str]:
         """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
@@ -363,6 +365,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
     "memory_flush_min_messages": (_positive_int, "a positive integer such as 20"),
     "memory_community": (_flag, "true or false"),
+    "extraction_mode": (_choice("auto", "select", "enumerate"), "auto, select or enumerate"),
     "memory_flush_claim_seconds": (_positive_float, "a positive number of seconds such as 300"),
     "shard_count": (_positive_int, "a positive integer: the bot's shards over all processes"),
     "shard_ids": (_shard_ids, "comma-separated shard numbers such as 0,1"),

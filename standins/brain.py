@@ -1,12 +1,13 @@
 """A rule-based stand-in for Gemini's judgement, plugged into the Gemini stand-in's generate_handler.
 
 It recognises the bot's memory tasks by their marker lines and answers in their JSON shapes:
-extraction turns first-person sentences ("I live in Oslo", "My dog is Rex") into third-person facts of
-the speaker, marking health, money, belief and contact details as sensitive; a remember request does
-the same for what one person asked to keep; consolidation invalidates a candidate that states the same
-kind of thing ("lives in", "works as") and keeps the rest. Chat requests get `chat_reply` (a string or
-a function of the body), except explicit requests ("remember that ...", "forget that ..."), which call
-the bot's tools when the request offers them, as a real model would; and questions about someone the
+extraction (and the rewrite of selected lines) turns first-person sentences ("I live in Oslo", "My dog
+is Rex") into third-person facts of the speaker, marking health, money, belief and contact details as
+sensitive; selection points at the lines extraction would take a fact from; a remember request does the
+same for what one person asked to keep; consolidation invalidates a candidate that states the same kind
+of thing ("lives in", "works as") and keeps the rest. Chat requests get `chat_reply` (a string or a
+function of the body), except explicit requests ("remember that ...", "forget that ..."), which call the
+bot's tools when the request offers them, as a real model would; and questions about someone the
 background block does not answer ("do you remember what Ana's dog is called?"), which look further with
 search_memory and are answered from what it found.
 """
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK
+from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK, REWRITE_TASK, SELECT_TASK
 
 _SENTENCE = re.compile(r"[^.!?\n]+")
 _SENSITIVE = re.compile(
@@ -121,6 +122,17 @@ def extract(payload: dict[str, Any]) -> dict[str, Any]:
         "community": community,
         "episodes": [{"channel": n, "points": points} for n, points in episodes.items()],
     }
+
+
+def select(payload: dict[str, Any]) -> dict[str, Any]:
+    """The selection answer for the same judgement: the ids of the lines `extract` takes a fact from
+    (under sensitive or community as it marks them), and the same episodes."""
+    found = extract(payload)
+    chosen: dict[str, list[str]] = {"self": [], "sensitive": [], "community": []}
+    for fact in found["facts"]:
+        chosen["sensitive" if fact["sensitive"] else "self"].append(fact["sources"][0])
+    chosen["community"] = [fact["sources"][0] for fact in found["community"]]
+    return {**{kind: list(dict.fromkeys(ids)) for kind, ids in chosen.items()}, "episodes": found["episodes"]}
 
 
 _REQUEST = re.compile(r"^.*?\b(?:remember|note) that\s+", re.I)
@@ -276,8 +288,10 @@ class FakeBrain:
 
     def __call__(self, body: dict[str, Any]) -> str | list[dict[str, Any]]:
         system = system_text(body)
-        if system.startswith(EXTRACT_TASK):
+        if system.startswith((EXTRACT_TASK, REWRITE_TASK)):
             return json.dumps(extract(read_chunk(last_user_text(body))))
+        if system.startswith(SELECT_TASK):
+            return json.dumps(select(read_chunk(last_user_text(body))))
         if system.startswith(CONSOLIDATE_TASK):
             return json.dumps(consolidate(json.loads(last_user_text(body))))
         if system.startswith(REMEMBER_TASK):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -19,10 +20,14 @@ from bot.memory.durable import holds_secret, of_the_moment, secret_values, state
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts import (
+    REWRITE_SYSTEM,
     ExtractionResult,
+    SelectionResult,
     extract_system,
     extraction_prompt,
+    select_system,
 )
+from bot.memory.selection import write_selected
 from bot.memory.text import (
     clean,
     content_words,
@@ -54,6 +59,9 @@ def _valid_date(value: str | None) -> str | None:
 
 
 BOT_HANDLE = "BOT"
+# How the extraction call asks (EXTRACTION_MODE): the model lists every fact, or points at lines.
+ENUMERATE, SELECT = "enumerate", "select"
+EXTRACTION_MODES = (ENUMERATE, SELECT)
 
 
 @dataclass
@@ -82,10 +90,15 @@ def _speaker_handles(chunk: list[BufferedMessage]) -> dict[str, str]:
     return handles
 
 
-def render_chunk(chunk: list[BufferedMessage], now: datetime) -> ChunkView:
+def render_chunk(
+    chunk: list[BufferedMessage], now: datetime, only: Collection[str] | None = None
+) -> ChunkView:
     """One line per message, 'm3 14:02 alice: text', times to the minute, a date line when the day
     changes, a '== channel 2 ==' line where another channel's messages start (when quiet channels share
-    a call); background blocks stripped and text cleaned, line breaks shown as ' / '."""
+    a call); background blocks stripped and text cleaned, line breaks shown as ' / '.
+
+    `only` (local ids) shows just those lines, numbered as in the whole chunk, for a call about them.
+    """
     handles = _speaker_handles(chunk)
     local_ids: dict[str, str] = {}
     lines: list[str] = []
@@ -96,11 +109,13 @@ def render_chunk(chunk: list[BufferedMessage], now: datetime) -> ChunkView:
         text = clean(strip_background_blocks(m.content))
         if not text:
             continue
+        local = f"m{len(local_ids) + 1}"
+        local_ids[local] = m.message_id
+        if only is not None and local not in only:
+            continue
         if len(channels) > 1 and m.channel_id != channel:  # several channels share the call
             channel, day = m.channel_id, ""
             lines.append(f"== channel {channels.index(channel) + 1} ==")
-        local = f"m{len(local_ids) + 1}"
-        local_ids[local] = m.message_id
         when = _minute(m.created_at)
         if when[:10] != day:
             day = when[:10]
@@ -130,25 +145,35 @@ class Extraction:
 
 
 async def extract_chunk(
-    llm: JsonModel, chunk: list[BufferedMessage], now: datetime | None = None, *, community: bool = True
+    llm: JsonModel,
+    chunk: list[BufferedMessage],
+    now: datetime | None = None,
+    *,
+    community: bool = True,
+    mode: str = ENUMERATE,
 ) -> Extraction:
     """Ask the model for the chunk's durable facts and (`community`, in a server) community facts and
     episodes, and keep only what this chunk can vouch for (`accept_facts`, `accept_community`).
 
-    No call is made when no human said anything worth reading. Model errors propagate, so the caller
-    leaves the messages pending.
+    `mode` is how the model is asked: ENUMERATE (it writes every fact) or SELECT (it points at lines,
+    the bot writes their facts: `selection.py`). No call is made when no human said anything worth
+    reading. Model errors propagate, so the caller leaves the messages pending.
     """
     if not any(not m.is_bot and worth_reading(m.content) for m in chunk):
         return Extraction()
-    view = render_chunk(chunk, now or utcnow())
+    now = now or utcnow()
+    view = render_chunk(chunk, now)
     community = community and guild_id_of(chunk[0].scope) is not None
-    result = await llm.generate_json(
-        Purpose.EXTRACT,
-        system=extract_system(community=community),
-        prompt=view.prompt,
-        schema=ExtractionResult,
-        max_output_tokens=answer_budget(len(chunk)),
-    )
+    if mode == SELECT:
+        result = await _select(llm, chunk, view, now, community=community)
+    else:
+        result = await llm.generate_json(
+            Purpose.EXTRACT,
+            system=extract_system(community=community),
+            prompt=view.prompt,
+            schema=ExtractionResult,
+            max_output_tokens=answer_budget(len(chunk)),
+        )
     facts = accept_facts(result, chunk, view)
     if not community:
         return Extraction(facts)
@@ -160,6 +185,34 @@ async def extract_chunk(
         accepted=[f.text for f in facts],
     )
     return Extraction(facts + told.facts, told.episodes)
+
+
+async def _select(
+    llm: JsonModel, chunk: list[BufferedMessage], view: ChunkView, now: datetime, *, community: bool
+) -> ExtractionResult:
+    """The selection call, the bot's writing, and (only for lines the bot cannot write) the short
+    rewrite call; together, one answer for the same checks an enumerated answer gets."""
+    selection = await llm.generate_json(
+        Purpose.EXTRACT,
+        system=select_system(community=community),
+        prompt=view.prompt,
+        schema=SelectionResult,
+        max_output_tokens=answer_budget(len(chunk)),
+    )
+    written = write_selected(selection, chunk, view.local_ids, view.handles, community=community)
+    result = ExtractionResult(facts=written.facts, community=written.community, episodes=selection.episodes)
+    if not written.rewrite:
+        return result
+    rewritten = await llm.generate_json(
+        Purpose.EXTRACT,
+        system=REWRITE_SYSTEM,
+        prompt=render_chunk(chunk, now, only=set(written.rewrite)).prompt,
+        schema=ExtractionResult,
+        max_output_tokens=answer_budget(len(written.rewrite)),
+    )
+    result.facts += rewritten.facts
+    result.community += rewritten.community if community else []
+    return result
 
 
 def _speaker_of(value: str, view: ChunkView, humans: dict[str, str]) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.memory.capture import FlushPolicy
+from bot.memory.extract import ENUMERATE
 from bot.memory.recall import CONTEXT_WEIGHT, KEYWORD_WEIGHT
 
 
@@ -34,4 +35,5 @@ class MemoryPolicy:
     consolidation: ConsolidationPolicy = field(default_factory=ConsolidationPolicy)
     no_memory_marker: str = "!nomem"  # a message starting with it is never remembered
     community: bool = True  # servers' community facts and episodes (MEMORY_COMMUNITY)
+    extraction: str = ENUMERATE  # how extraction asks the model (EXTRACTION_MODE): ENUMERATE or SELECT
     settings_poll_seconds: float = 0.5  # how soon a change made by another process is honoured here

@@ -1,9 +1,12 @@
 """Who is in the conversation -> their relevant facts -> the escaped `<background_facts>` block.
 
 One query embedding serves everyone; each person's search runs only inside their own (scope, user)
-partition: an exact vector KNN within a distance threshold plus FTS5 keyword matches, fused by
-reciprocal rank. The vector hits always make it in (the fusion only reorders them and fills free
-slots with keyword-only matches), so the hybrid is never worse than the vector search alone.
+partition: an exact vector KNN within a distance threshold plus FTS5 keyword matches, fused by score
+(a vector hit's similarity, plus a keyword bonus by rank). The vector hits always make it in (the
+fusion only reorders them and fills free
+slots with keyword-only matches), so the hybrid is never worse than the vector search alone. A person
+the message asks about in general ("what do you know about Carol?", `about.py`) is not searched for:
+their newest facts are their hits, and fill the budget first.
 
 Before fusion every hit passes the reply's `Audience`: a fact serves only people who could have read
 where it was said, and a sensitive fact only its owner. The searches run on the store's thread; the
@@ -22,6 +25,7 @@ from datetime import datetime
 from typing import Protocol
 from xml.sax.saxutils import escape, quoteattr
 
+from bot.memory.about import asked_about
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, ScoredFact, guild_id_of, iso, utcnow
 from bot.memory.ports import Embedder, Storage, StorageWorker
 from bot.memory.text import xml_safe
@@ -142,21 +146,24 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def within_budget(ranked: dict[str, list[ScoredFact]], budget: int) -> dict[str, list[ScoredFact]]:
+def within_budget(
+    ranked: dict[str, list[ScoredFact]], budget: int, first: Collection[str] = ()
+) -> dict[str, list[ScoredFact]]:
     """Round-robin over people (and the community), best fact first, so everyone gets a fair share of
-    the token budget."""
+    the token budget; the people the message asks about (`first`) fill it before the others."""
     chosen: dict[str, list[ScoredFact]] = {uid: [] for uid in ranked}
     spent = sum(USER_OVERHEAD_TOKENS for facts in ranked.values() if facts)
-    queues = {uid: list(facts) for uid, facts in ranked.items()}
-    while any(queues.values()):
-        for uid, queue in queues.items():
-            while queue:
-                candidate = queue.pop(0)
-                cost = estimate_tokens(candidate.fact.text) + FACT_OVERHEAD_TOKENS
-                if spent + cost <= budget:
-                    chosen[uid].append(candidate)
-                    spent += cost
-                    break
+    for turn in (True, False):
+        queues = {uid: list(facts) for uid, facts in ranked.items() if (uid in first) is turn}
+        while any(queues.values()):
+            for uid, queue in queues.items():
+                while queue:
+                    candidate = queue.pop(0)
+                    cost = estimate_tokens(candidate.fact.text) + FACT_OVERHEAD_TOKENS
+                    if spent + cost <= budget:
+                        chosen[uid].append(candidate)
+                        spent += cost
+                        break
     return {uid: facts for uid, facts in chosen.items() if facts}
 
 
@@ -229,13 +236,21 @@ def gather_hits(
     max_distance: float,
     pool: int,
     names: dict[str, str] | None = None,
+    recent: Collection[str] = (),
+    newest: int = 0,
 ) -> dict[str, Hits]:
     """Runs on the store's thread: every person's vector and keyword hits in one hop.
 
     `names`: each person's name, left out of their keyword search (all their facts start with it).
+    `recent`: the people a message asks about in general: their `newest` facts, most recently stated or
+    confirmed first, are their only hits (in the keyword list, which fusion keeps in order), and pass
+    the audience and the budget as any hits do.
     """
     out: dict[str, Hits] = {}
     for uid in user_ids:
+        if uid in recent:
+            out[uid] = ([], store.recent_facts(scope, uid, newest))
+            continue
         ignore = name_words((names or {}).get(uid, ""))
         out[uid] = store.person_hits(
             scope, uid, vector, query, pool=pool, max_distance=max_distance, ignore=ignore
@@ -283,10 +298,22 @@ def gather_recall(
     names: dict[str, str],
     episodes: bool,
     channels: tuple[str, ...] = (),
+    recent: Collection[str] = (),
+    newest: int = 0,
 ) -> tuple[dict[str, Hits], list[Episode]]:
-    """Runs on the store's thread: everyone's hits and (`episodes`) the episodes, in one hop."""
+    """Runs on the store's thread: everyone's hits (the `recent` people's `newest` facts) and
+    (`episodes`) the episodes, in one hop."""
     hits = gather_hits(
-        store, scope, user_ids, vector, query, max_distance=max_distance, pool=pool, names=names
+        store,
+        scope,
+        user_ids,
+        vector,
+        query,
+        max_distance=max_distance,
+        pool=pool,
+        names=names,
+        recent=recent,
+        newest=newest,
     )
     if not episodes:
         return hits, []
@@ -364,6 +391,7 @@ class Recaller:
         community: bool = True,
         now: datetime | None = None,
         channels: Collection[str] = (),
+        about: Collection[str] | None = None,
     ) -> RecallResult:
         """The facts the audience may hear for this conversation. Embedding errors propagate to the caller.
 
@@ -374,6 +402,9 @@ class Recaller:
         `community`: in a server, also the server's community facts and the episodes of its conversations
         (of the time the query names, `timespan`; of the `channels` it names, newest first), under the
         same audience rule and budget.
+        `about`: the people asked about in general, whose newest facts (most recently stated or
+        confirmed first) fill the budget before anyone else's, instead of a search for the query; None:
+        those the query asks about (`about.asked_about`: "what do you know about Carol?").
         """
         started = time.perf_counter()
         people = list({p.user_id: p for p in people}.values())
@@ -381,7 +412,11 @@ class Recaller:
         if not people and not community:
             return RecallResult("")
         query, context = query.strip(), context.strip()
-        if vector is None and (query or context):
+        if about is None:
+            about = asked_about(query, {p.user_id: p.name for p in people})
+        most = self.token_budget // FACT_OVERHEAD_TOKENS  # the most facts the budget could ever hold
+        searched = community or any(p.user_id not in about for p in people)  # else no vector is read
+        if vector is None and (query or context) and searched:
             vector = await self.query_vector(query, context)
         span = time_span(query, now or utcnow()) if community else None
         if context:
@@ -399,14 +434,18 @@ class Recaller:
             names={p.user_id: p.name for p in people},
             episodes=community,
             channels=tuple(channels),
+            recent=tuple(about),
+            newest=max(most, limit or 0),
         )
         ranked = {
-            uid: fuse_allowed(h, audience, limit or self.facts_per_person, self.keyword_weight)
+            uid: fuse_allowed(
+                h, audience, limit or (most if uid in about else self.facts_per_person), self.keyword_weight
+            )
             for uid, h in hits.items()
         }
         episodes = self._episodes_within(found, audience)
         spent = sum(estimate_tokens(e.summary) + FACT_OVERHEAD_TOKENS for e in episodes)
-        chosen = within_budget(ranked, self.token_budget - spent)
+        chosen = within_budget(ranked, self.token_budget - spent, first=about)
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)
         del self.latencies_ms[:-1000]

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.memory.about import asks_in_general
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
@@ -477,7 +478,9 @@ class MemoryService:
         if isolation is not None and isolation.expired():
             return Reading(left=part)
         try:
-            extraction = await extract_chunk(self.llm, part, community=self.policy.community)
+            extraction = await extract_chunk(
+                self.llm, part, community=self.policy.community, mode=self.policy.extraction
+            )
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
@@ -530,6 +533,7 @@ class MemoryService:
         limit: int | None = None,
         community: bool = True,
         channels: Collection[str] = (),
+        about: Collection[str] | None = None,
     ) -> RecallResult:
         """Facts of the people present, opted-out people excluded, and in a server the community's facts
         and episodes (`community`); retrieval counts updated off the hot path.
@@ -547,6 +551,7 @@ class MemoryService:
             limit=limit,
             community=community,
             channels=channels,
+            about=about,
         )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))
@@ -563,7 +568,8 @@ class MemoryService:
     ) -> dict[str, Any]:
         """The chat model's lookup (search_memory) of one person in the conversation, under the block's
         rules: the same recall, the same `audience`, opted-out people never. A query gets ids and short
-        texts, leaving out the block's `shown` facts (no query: the person's newest facts); `request.ids`
+        texts, leaving out the block's `shown` facts (no query, or a general one such as "everything
+        about Bob": the person's newest facts, as far as the block did not show them); `request.ids`
         get their full texts. Answers are JSON-ready and token-budgeted (`bot/memory/lookup.py`)."""
         if request.about_community and self.policy.community and guild_id_of(scope) is not None:
             return await self._search_community(scope, request, audience=audience, shown=shown)
@@ -577,14 +583,17 @@ class MemoryService:
             return full_answer(
                 person, [f for f in asked if f is not None and readable(f, scope, person, audience)]
             )
-        if request.query:
-            found = await self.recall(
-                scope, [person], request.query, audience=audience, limit=SEARCH_LIMIT, community=False
-            )
-            facts = [s.fact for s in found.facts.get(person.user_id, [])]
-        else:
-            newest = await self.store.call(Storage.list_facts, scope, person.user_id, limit=50)
-            facts = [f for f in newest if audience.allows(f)][:SEARCH_LIMIT]
+        general = asks_in_general(request.query, person.name)  # their newest facts, past the block's
+        found = await self.recall(
+            scope,
+            [person],
+            request.query,
+            audience=audience,
+            limit=SEARCH_LIMIT + (len(shown) if general else 0),
+            community=False,
+            about=[person.user_id] if general else (),
+        )
+        facts = [s.fact for s in found.facts.get(person.user_id, [])]
         return compact_answer(person, facts, shown=shown)
 
     async def _search_community(

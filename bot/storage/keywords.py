@@ -44,15 +44,15 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     """
     tokens = [WORD.findall(fold(t)) for t in texts]
     average = sum(len(t) for t in tokens) / len(tokens) or 1.0
-    df = {w: sum(any(x.startswith(w) for x in t) for t in tokens) for w in terms}
+    # Each text's count of words starting with each term, counted once: a term's document frequency is
+    # how many texts count it at all.
+    counts = [[sum(x.startswith(w) for x in toks) for w in terms] for toks in tokens]
+    df = [sum(1 for row in counts if row[j]) for j in range(len(terms))]
+    idf = [math.log(1 + (total - d + 0.5) / (d + 0.5)) for d in df]
     scores = []
-    for i, toks in enumerate(tokens):
-        score = 0.0
-        for w in terms:
-            tf = sum(t.startswith(w) for t in toks)
-            if tf:
-                idf = math.log(1 + (total - df[w] + 0.5) / (df[w] + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(toks) / average))
+    for i, (toks, row) in enumerate(zip(tokens, counts, strict=True)):
+        norm = 1.2 * (0.25 + 0.75 * len(toks) / average)
+        score = sum(idf[j] * tf * 2.2 / (tf + norm) for j, tf in enumerate(row) if tf)
         scores.append((-score, i))
     scores.sort()
     return [i for _, i in scores]

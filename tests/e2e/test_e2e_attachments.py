@@ -13,8 +13,8 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from bot.attachments import IMAGE_MAX_SIDE
-from bot.cogs.chat import FAILED_REPLY
+from bot.discord_bot.attachments import IMAGE_MAX_SIDE
+from bot.discord_bot.cogs.chat import FAILED_REPLY
 from standins.brain import last_user_text
 from standins.discord import Upload
 from standins.gemini import inline_parts

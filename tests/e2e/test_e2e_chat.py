@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from bot.client import RESTARTING
-from bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
-from bot.discord_text import STREAMING_MARKER
+from bot.discord_bot.client import RESTARTING
+from bot.discord_bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
+from bot.discord_bot.discord_text import STREAMING_MARKER
 from bot.llm import reply as reply_use_case
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
@@ -681,7 +681,7 @@ async def test_rapid_mentions_from_one_person_cost_a_few_calls_and_one_short_not
 ) -> None:
     async with world(tmp_path, chat_cooldown_replies=2, chat_cooldown_seconds=60) as w:
         # The cog's module as the bot loaded it (discord.py loads an extension as a module of its own).
-        monkeypatch.setattr(sys.modules["bot.cogs.chat"], "COOLDOWN_NOTICE_SECONDS", 1.0)
+        monkeypatch.setattr(sys.modules["bot.discord_bot.cogs.chat"], "COOLDOWN_NOTICE_SECONDS", 1.0)
         for i in range(15):
             await w.discord.send_message(w.general, w.bob, f"question {i}?", mention_bot=True)
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.client import RESTARTING
-from bot.cogs.errors import NEED_MANAGE_SERVER
-from bot.cogs.memory_commands import (
+from bot.discord_bot.client import RESTARTING
+from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
+from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
     NOTHING_FORGOTTEN_TIMEOUT,
@@ -23,6 +23,7 @@ from bot.cogs.memory_commands import (
 )
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.storage import Store
+from bot.storage.sqlite.search import owner_token
 from standins.discord import Guild, InteractionRecord
 from standins.discord.model import VIEW_CHANNEL, overwrite
 from tests.e2e.world import World, eventually, world
@@ -47,9 +48,13 @@ def sql(w: World, query: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def indexed(w: World, fact_id: int) -> list[tuple[Any, ...]]:
-    """How many rows of the keyword index hold this fact (FTS5's rowid, PostgreSQL's fact_id)."""
-    key = "rowid" if w.text_index == "facts_fts" else "fact_id"
-    return sql(w, f"SELECT count(*) FROM {w.text_index} WHERE {key} = ?", fact_id)
+    """How many rows of the keyword index hold this fact (FTS5's rowid among every term, all starting
+    with "o", PostgreSQL's fact_id)."""
+    if w.text_index == "owner_words_terms":
+        return sql(
+            w, "SELECT count(*) FROM owner_words WHERE owner_words MATCH '\"o\"*' AND rowid = ?", fact_id
+        )
+    return sql(w, "SELECT count(*) FROM fact_words WHERE fact_id = ?", fact_id)
 
 
 def count_facts(w: World, guild: Guild, user: dict[str, Any]) -> int:
@@ -334,8 +339,9 @@ async def test_forget_all_confirmed_leaves_nothing_of_the_caller_in_this_server(
             scope(w.alpha),
             w.alice["id"],
         ) == [(0,)]
-        if w.text_index == "facts_fts":
-            assert sql(w, "SELECT count(*) FROM facts_fts WHERE text LIKE 'alice read book%'") == [(0,)]
+        if w.text_index == "owner_words_terms":
+            alice = owner_token(scope(w.alpha), str(w.alice["id"]))
+            assert sql(w, "SELECT count(*) FROM owner_words_terms WHERE term LIKE ?", alice + "%") == [(0,)]
         else:
             words = "SELECT count(*) FROM fact_words WHERE scope = ? AND user_id = ?"
             assert sql(w, words, scope(w.alpha), w.alice["id"]) == [(0,)]
@@ -404,7 +410,7 @@ async def test_forget_all_left_to_expire_removes_nothing(
 ) -> None:
     async with world(tmp_path) as w:
         # load_extension executes the cog module afresh: patch the module the bot loaded, not an import of it.
-        live = w.bot.extensions["bot.cogs.memory_commands"]
+        live = w.bot.extensions["bot.discord_bot.cogs.memory_commands"]
         monkeypatch.setattr(live, "CONFIRM_TIMEOUT_SECONDS", 0.5)
 
         ids = await seed(w, w.alpha, w.alice, ["alice rides a unicycle", "alice speaks Finnish"])

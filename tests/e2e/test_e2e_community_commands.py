@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.cogs.admin import BUSY
-from bot.cogs.errors import NEED_MANAGE_SERVER
-from bot.cogs.memory_commands import (
+from bot.discord_bot.cogs.admin import BUSY
+from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
+from bot.discord_bot.cogs.memory_commands import (
     NOTHING_FORGOTTEN,
     RECAP_IN_DMS,
     RECAP_MEMORY_OFF,
@@ -162,7 +162,7 @@ async def test_recap_since_filters_by_time_and_a_phrase_it_cannot_read_gets_a_cl
         assert "library meetup" in today
 
         # Ten days on: the default week no longer reaches it, "10 days ago" does, "yesterday" does not.
-        live = w.bot.extensions["bot.cogs.memory_commands"]  # the module the bot loaded
+        live = w.bot.extensions["bot.discord_bot.cogs.memory_commands"]  # the module the bot loaded
         moved = utcnow() + timedelta(days=10)
         monkeypatch.setattr(live, "utcnow", lambda: moved)
         _, default = await recap(w, w.carol)

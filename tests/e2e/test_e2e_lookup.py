@@ -12,6 +12,7 @@ import pytest
 from bot.memory.lookup import SHORT_CHARS
 from standins.brain import offered_tools, system_text
 from standins.gemini import function_parts
+from tests.e2e.test_e2e_chat import block_of
 from tests.e2e.test_e2e_trust import staff_only
 from tests.e2e.world import World, world
 
@@ -74,11 +75,21 @@ async def test_a_lookup_round_trip_returns_only_what_the_audience_rules_allow(tm
         assert "bob has a boat called Wave" in heard and "bob's salary is 100k" in heard
 
         # What alice may hear of bob: the dog (told in #general), not the boat, not his salary (sensitive,
-        # and alice is not bob). Its text is cut, so the model asks for it in full by id.
+        # and alice is not bob). Asked about bob in general, the block holds it, and a lookup of
+        # everything about him finds nothing more.
         reply, requests = await ask(w, w.general, w.alice, "do you remember anything about bob?")
+        dog = facts[DOG.replace("I have", "bob has")]
+        assert f'<fact id="{dog.id}"' in system_text(requests[0])
+        assert "Wave" not in system_text(requests[0]) and "100k" not in system_text(requests[0])
+        assert responses(requests[1])[0]["hint"] == "what matched is already in the background block"
+        # Asked with a subject of its own, the block is led by the message; the lookup finds the dog,
+        # whose text is cut, so the model asks for it in full by id.
+        reply, requests = await ask(
+            w, w.general, w.alice, "do you remember anything about bob? he is my partner for the quiz"
+        )
+        assert f'<fact id="{dog.id}"' not in system_text(requests[0])
         assert len(requests) == 3
         [listed] = responses(requests[1])
-        dog = facts[DOG.replace("I have", "bob has")]
         assert [f["id"] for f in listed["facts"]] == [dog.id]
         assert listed["facts"][0]["text"] == dog.text[: SHORT_CHARS - 1].rstrip() + "…"
         [again] = function_parts(requests[2], "functionCall")[-1:]
@@ -97,6 +108,34 @@ async def test_a_lookup_round_trip_returns_only_what_the_audience_rules_allow(tm
         assert refused["error"].startswith("dave is not in this conversation") and "Tom" not in json.dumps(
             refused
         )
+
+
+@pytest.mark.usefixtures("world_model", "world_database")
+async def test_what_do_you_know_about_someone_brings_their_newest_facts_the_readers_may_hear(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        staff = await staff_only(w)
+        for channel, said in [
+            (w.general, "I work as a carpenter restoring old oak furniture for churches"),
+            (w.general, "I play the oboe in a small chamber orchestra on Thursdays"),
+            (w.general, "I live in Porto near the river with three noisy parrots"),
+            (staff, "I have a boat called Wave"),  # the newest, but not everyone in #general may read it
+        ]:
+            await w.say(channel, w.bob, said)
+            await w.flush()  # one flush each: each fact is newer than the one before
+
+        _, [request] = await ask(w, w.general, w.alice, "what do you know about bob?")
+        block = block_of(request)
+        assert block is not None
+        [bob] = [u for u in block if u.get("id") == str(w.bob["id"])]
+        # None of them shares a word with the question but his name; newest first; the boat left out.
+        assert [f.text for f in bob] == [
+            "bob lives in Porto near the river with three noisy parrots",
+            "bob plays the oboe in a small chamber orchestra on Thursdays",
+            "bob works as a carpenter restoring old oak furniture for churches",
+        ]
+        assert "Wave" not in system_text(request)
 
 
 async def test_after_two_lookups_the_model_must_answer_and_the_rest_streams(tmp_path: Path) -> None:

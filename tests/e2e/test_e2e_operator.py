@@ -22,7 +22,7 @@ NEEDED_PERMISSIONS = (1 << 10) | (1 << 11) | (1 << 38) | (1 << 16)
 async def test_start_up_logs_the_invite_url_and_asks_discord_for_no_member_lists(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="bot.client"):
+    with caplog.at_level(logging.INFO, logger="bot.discord_bot.client"):
         async with world(tmp_path) as w:
             w.discord.add_guild("Large", offline_members=5000)  # joined while running: GUILD_CREATE
 

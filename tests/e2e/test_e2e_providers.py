@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 
 from bot.app import probe_models
-from bot.cogs.chat import FAILED_REPLY
 from bot.config import Settings
+from bot.discord_bot.cogs.chat import FAILED_REPLY
 from standins.brain import FakeBrain, system_text
 from standins.discord import Upload
 from standins.openai import OpenAIStandIn

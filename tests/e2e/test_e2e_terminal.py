@@ -91,7 +91,7 @@ async def test_a_terminal_chat_learns_recalls_after_a_restart_and_forgets(
     assert "I don't remember anything about you yet." in out
     assert "Porto" not in system_text(brain.chat_requests[-1])
     assert rows(tmp_path, "SELECT id FROM facts") == []
-    assert rows(tmp_path, "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'Porto'") == [(0,)]
+    assert rows(tmp_path, "SELECT count(*) FROM owner_words_terms WHERE term LIKE '%porto%'") == [(0,)]
 
 
 async def test_the_bot_points_to_the_chat_only_when_the_gemini_key_is_there(tmp_path: Path) -> None:

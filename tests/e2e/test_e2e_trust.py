@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
-from bot.cogs.memory_commands import NOT_YOURS
-from bot.cogs.telling import NOTHING_MATCHES
+from bot.discord_bot.cogs.memory_commands import NOT_YOURS
+from bot.discord_bot.cogs.telling import NOTHING_MATCHES
+from bot.memory import consult
+from bot.memory.consult import Reader
 from bot.memory.models import Fact
 from bot.memory.ports import ModelBadAnswer
 from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.memory.recall import Audience, Participant
 from bot.memory.service import MAX_BAD_ANSWERS
 from bot.storage import Store
 from standins.brain import last_user_text, system_text
@@ -244,6 +247,22 @@ async def facts_command(w: World, caller: dict[str, Any], **options: Any) -> tup
     return inter, body["data"]
 
 
+async def test_facts_show_a_fact_told_through_mcp_as_told_so_not_as_a_channel(tmp_path: Path) -> None:
+    """MCP's `remember` records the origin "mcp", no channel: /facts names it, never as <#mcp>."""
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.bob, "I like green tea")
+        await w.flush()
+        bob = Participant(str(w.bob["id"]), "bob")
+        reader = Reader(f"guild:{w.alpha.id}", Audience(bob.user_id), bob)
+        stored = await consult.remember(w.bot.memory, reader, "I play the oboe")
+        assert [fact["text"] for fact in stored["stored"]] == ["bob plays the oboe"]
+        _, own = await facts_command(w, w.bob)
+        entries = own["content"].split("\n#")
+        [oboe] = [entry for entry in entries if "bob plays the oboe" in entry]
+        assert oboe.endswith("↳ told through MCP") and "<#mcp>" not in own["content"]
+        assert f"said in <#{w.general}>" in own["content"]  # the tea, said in a channel, as before
+
+
 async def test_facts_show_where_each_fact_was_learned_and_others_only_what_the_caller_can_read(
     tmp_path: Path,
 ) -> None:
@@ -309,7 +328,7 @@ async def test_correcting_a_fact_replaces_its_text_and_leaves_no_trace_of_the_ol
         assert (fixed.id, fixed.text, fixed.sources) == (wrong.id, "bob lives in Oslo", wrong.sources)
         conn = w.bot.memory.store.sync.conn
         for table in ("facts", "fact_events", w.text_index):
-            assert "Oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()), table
+            assert "oslow" not in str(conn.execute(f"SELECT * FROM {table}").fetchall()).lower(), table
         reply = await ask(w, w.general, w.bob, "where do I live? Oslo")
         assert "bob lives in Oslo<" in reply
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.client import MemoryBot
+from bot.discord_bot.client import MemoryBot
 from bot.memory.models import Fact
 from bot.storage import Store
 from standins.brain import FakeBrain
@@ -63,8 +63,9 @@ class World:
 
     @property
     def text_index(self) -> str:
-        """The table of the backend's keyword index (what a forgotten or corrected text must leave)."""
-        return "facts_fts" if isinstance(database, (Path, type(None))) else "fact_words"
+        """A table spelling out the backend's keyword index (what a forgotten or corrected text must leave):
+        on SQLite, the fts5vocab table of its terms (folded words glued to their person's token)."""
+        return "owner_words_terms" if isinstance(database, (Path, type(None))) else "fact_words"
 
     async def say(
         self,

@@ -116,3 +116,22 @@ async def test_a_lookup_answer_stays_within_its_token_budget(
         SCOPE, PEOPLE, LookupRequest("Bob", ids=tuple(many)), audience=Audience(BOB.user_id)
     )
     assert len(cut["facts"]) < 10 and "did not fit" in cut["more"]
+
+
+async def test_a_general_lookup_lists_the_newest_facts_past_what_the_block_showed(
+    service: MemoryService, embedder: FakeEmbedder
+) -> None:
+    older = [await add(service.store, embedder, BOB, f"Bob visited town number {i}", 80) for i in range(3)]
+    newer = [await add(service.store, embedder, BOB, f"Bob sang song number {i}", 80) for i in range(3)]
+    debt = await add(service.store, embedder, BOB, "Bob owes money", 80, sensitive=True)  # the newest
+    embedder.vectors["everything about Bob"] = angled(0)  # far from all of them: no search finds them
+    embedded = len(embedder.calls)
+    listed = await service.search_memory(
+        SCOPE, PEOPLE, LookupRequest("Bob", "everything about Bob"), audience=Audience(ALICE.user_id)
+    )
+    assert [f["id"] for f in listed["facts"]] == [*newer[::-1], *older[::-1]]  # not his sensitive one
+    assert len(embedder.calls) == embedded  # nothing to search for, nothing embedded
+    past = await service.search_memory(
+        SCOPE, PEOPLE, LookupRequest("Bob", "anything"), audience=Audience(BOB.user_id), shown=set(newer)
+    )
+    assert [f["id"] for f in past["facts"]] == [debt, *older[::-1]]

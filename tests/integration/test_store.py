@@ -110,8 +110,8 @@ def test_keyword_search_is_confined_to_one_person(store: Store) -> None:
     )
     hits = store.keyword_search("guild:1", "bob", "who is in reykjavik?", 10)
     assert [f.user_id for f in hits] == ["bob"]
-    assert keyword_query("the and of") is None
-    assert keyword_query('say "quoted" OR NEAR(x)') is not None
+    assert keyword_query("guild:1", "bob", "the and of") is None
+    assert keyword_query("guild:1", "bob", 'say "quoted" OR NEAR(x)') is not None
     # Query syntax in the text is quoted, never interpreted.
     assert store.keyword_search("guild:1", "bob", 'NEAR("x" "y") AND OR *', 10) == []
 
@@ -156,6 +156,116 @@ def test_keyword_search_ranks_a_persons_matches_by_bm25(store: Store) -> None:
     # Among one-word matches, the shorter fact wins.
     assert [f.id for f in hits] == [ids[2], ids[0], ids[1], ids[4]]
     assert [f.id for f in store.keyword_search("guild:1", "alice", "zurich tea", 2)] == [ids[2], ids[0]]
+
+
+# Facts of Alice, of Bob and of Alice in another server, and what each question finds among them: what
+# keyword search found before it read only the person's own words (stems as prefixes, accents folded).
+SAME_HITS_FACTS = [
+    ("guild:1", "alice", "Alice is running a marathon in São Paulo"),
+    ("guild:1", "alice", "Alice's café sells crème brûlée"),
+    ("guild:1", "alice", "Alice teaches chemistry to teenagers"),
+    ("guild:1", "alice", "Alice's brother Bob is a lively pianist"),
+    ("guild:1", "bob", "Bob runs a café in Lisbon and teaches piano"),
+    ("guild:2", "alice", "Alice runs the café of the server's meetups"),
+]
+SAME_HITS = [
+    ("who runs marathons?", [0]),  # "run" is a prefix of "running"
+    ("sao paulo", [0]),
+    ("any cafes with creme brulee near here?", [1]),  # accents folded on both sides
+    ("does anyone teach?", [2]),
+    ("her teacher", [2]),  # "teach" of "teacher" is a prefix of "teaches"
+    ("where does she live?", [3]),  # "liv" is a prefix of "lively" too
+    ("chemistry and pianists", [2, 3]),
+    ("lisbon", []),  # Bob's word only
+    ("meetups", []),  # Alice's, in the other server
+]
+
+
+@pytest.mark.parametrize(("question", "found"), SAME_HITS)
+def test_keyword_search_finds_stems_as_prefixes_and_folded_accents_among_the_persons_own_facts(
+    store: Store, question: str, found: list[int]
+) -> None:
+    ids = store.add_facts([fact(scope, user, text, unit(1.0)) for scope, user, text in SAME_HITS_FACTS])
+    hits = store.keyword_search("guild:1", "alice", question, 10)
+    assert sorted(f.id for f in hits) == [ids[i] for i in found]
+
+
+def test_keyword_search_leaves_out_replaced_and_forgotten_facts(store: Store) -> None:
+    [lyon, bees] = store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice lives in Lyon", unit(1.0)),
+            fact("guild:1", "alice", "Alice keeps bees", unit(1.0)),
+        ]
+    )
+    paris = merge(store, lyon, "Alice lives in Paris, formerly Lyon", "m2")
+    assert [f.id for f in store.keyword_search("guild:1", "alice", "lyon", 5)] == [paris]
+    store.forget("guild:1", "alice", [bees])
+    assert store.keyword_search("guild:1", "alice", "bees", 5) == []
+    [again] = store.add_facts([fact("guild:1", "alice", "Alice keeps bees again", unit(1.0))])
+    assert [f.id for f in store.keyword_search("guild:1", "alice", "bees", 5)] == [again]
+
+
+def test_a_version_7_database_gets_its_facts_words_indexed_per_person(tmp_path: Path) -> None:
+    """0008 fills `owner_words` with the words of the facts `facts_fts` held (the active ones), then drops it."""
+    path = tmp_path / "v7.sqlite3"
+    conn = old_database(path, 7)
+    rows = [
+        (1, "guild:1", "alice", "Alice is running a marathon in São Paulo", "active"),
+        (2, "guild:1", "alice", "Alice used to run in Lyon", "invalidated"),
+        (3, "guild:1", "bob", "Bob runs a café in Lisbon", "active"),
+    ]
+    for fid, scope, user, text, status in rows:
+        conn.execute(
+            "INSERT INTO facts (id, scope, user_id, text, status, recorded_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, 'a', 'a')",
+            (fid, scope, user, text, status),
+        )
+        if status == "active":
+            conn.execute(
+                "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, ?, ?, ?)",
+                (fid, scope, user, vector_blob(unit(1.0))),
+            )
+            conn.execute(
+                "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+                (fid, text, owner_token(scope, user)),
+            )
+    conn.close()
+
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master").fetchall()}
+        assert not {n for n in names if n.startswith("facts_fts")}
+        store.conn.execute("INSERT INTO owner_words (owner_words) VALUES ('integrity-check')")
+        assert [f.id for f in store.keyword_search("guild:1", "alice", "who runs? sao paulo", 5)] == [1]
+        assert [f.id for f in store.keyword_search("guild:1", "bob", "a cafe that runs", 5)] == [3]
+        assert store.keyword_search("guild:1", "alice", "lyon", 5) == []  # not active: never indexed
+        assert store.forget("guild:1", "alice", [1]) == 1  # its migrated words leave with it
+        terms = indexed_terms(store)
+        assert terms and not [t for t in terms if t.startswith(owner_token("guild:1", "alice"))]
+    finally:
+        store.close()
+
+
+def test_a_new_file_gets_16_kib_pages_where_five_vector_rows_fit_and_an_old_file_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    new = Store.open(tmp_path / "new.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    assert new.conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    # Read through a memory map: a search copies no whole 16 KiB page to read a row of it.
+    assert new.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+    new.close()
+    legacy = sqlite3.connect(tmp_path / "legacy.sqlite3")
+    legacy.execute("PRAGMA page_size = 4096")
+    legacy.execute("PRAGMA journal_mode = WAL")
+    legacy.close()
+    old = Store.open(tmp_path / "legacy.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert old.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        [fid] = old.add_facts([fact("dm", "alice", "Alice keeps bees", unit(1.0))])
+        assert [f.id for f in old.keyword_search("dm", "alice", "bees", 5)] == [fid]
+    finally:
+        old.close()
 
 
 def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> None:
@@ -210,6 +320,29 @@ def test_another_embedding_model_or_dimension_names_reembed(database: Path | str
         open_storage(database, embedding_model="fake-embedding", dimensions=16)
 
 
+def indexed_terms(store: Store) -> list[str]:
+    """Every term of SQLite's keyword index, each a person's token and one of their words."""
+    return [r[0] for r in store.conn.execute("SELECT term FROM owner_words_terms").fetchall()]
+
+
+def test_a_fact_whose_indexed_words_cannot_be_rebuilt_still_leaves_the_index_whole(tmp_path: Path) -> None:
+    """The index deletes a fact by the words rebuilt from its row; should they differ from those it was
+    indexed with (its text changed behind the store's back, a changed Unicode table), the person's terms
+    that still name the fact are found and deleted too."""
+    store = Store.open(tmp_path / "w.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        [fid] = store.add_facts([fact("guild:1", "alice", "Alice keeps Quillotrin bees", unit(1.0))])
+        [bob] = store.add_facts([fact("guild:1", "bob", "Bob keeps Quillotrin bees", unit(1.0))])
+        store.conn.execute("UPDATE facts SET text = 'Alice keeps wasps' WHERE id = ?", (fid,))
+        assert store.forget("guild:1", "alice", [fid]) == 1
+        alice = owner_token("guild:1", "alice")
+        assert not [t for t in indexed_terms(store) if t.startswith(alice)]
+        store.conn.execute("INSERT INTO owner_words (owner_words) VALUES ('integrity-check')")
+        assert [f.id for f in store.keyword_search("guild:1", "bob", "quillotrin bees", 5)] == [bob]
+    finally:
+        store.close()
+
+
 def test_forget_leaves_no_trace(tmp_path: Path) -> None:
     path = tmp_path / "f.sqlite3"
     store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
@@ -232,20 +365,19 @@ def test_forget_leaves_no_trace(tmp_path: Path) -> None:
     )
     store.add_facts([fact("guild:1", "bob", "Bob likes tea", unit(0, 1.0))])
     assert store.count_facts("guild:1", "alice", all_statuses=True) == 2
+    assert [t for t in indexed_terms(store) if secret.lower() in t]  # the merged fact's words
 
     assert store.forget("guild:1", "alice") == 2
     conn = store.conn
     assert conn.execute("SELECT count(*) FROM facts WHERE user_id = 'alice'").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM fact_vectors WHERE user_id = 'alice'").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
-    assert (
-        conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (secret,)).fetchone()[0] == 0
-    )
+    assert not [t for t in indexed_terms(store) if secret.lower() in t]
     assert (
         conn.execute("SELECT count(*) FROM fact_events WHERE detail LIKE ?", (f"%{secret}%",)).fetchone()[0]
         == 0
     )
-    blobs = conn.execute("SELECT block FROM facts_fts_data").fetchall()
+    blobs = conn.execute("SELECT block FROM owner_words_data").fetchall()
     assert not any(secret.lower().encode() in bytes(b[0]) for b in blobs if b[0])
     forgotten = conn.execute("SELECT detail FROM fact_events WHERE kind = 'forgotten'").fetchall()
     assert forgotten == [('{"count": 2, "all": true}',)]
@@ -265,7 +397,8 @@ def merge(store: Store, target: int, text: str, source: str) -> int:
     return change.fact_id
 
 
-TEXT_INDEX = {"sqlite": "facts_fts", "postgres": "fact_words"}
+# Each backend's keyword index, as a table whose rows spell out its words (SQLite: the FTS5 index's terms).
+TEXT_INDEX = {"sqlite": "owner_words_terms", "postgres": "fact_words"}
 
 
 def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store, backend: str) -> None:
@@ -286,7 +419,7 @@ def test_deleting_a_message_takes_its_words_out_of_merged_facts(store: Store, ba
     [left] = store.list_facts("guild:1", "alice")
     assert (left.id, left.text, left.status) == (cat, "Alice has a cat", FactStatus.ACTIVE)
     for table in ("facts", "fact_events", TEXT_INDEX[backend]):
-        assert "secret dog" not in str(store.conn.execute(f"SELECT * FROM {table}").fetchall()), table
+        assert "secret" not in str(store.conn.execute(f"SELECT * FROM {table}").fetchall()), table
     assert [f.id for f, _ in store.knn("guild:1", "alice", unit(1.0), 5)] == [cat]
 
 
@@ -315,9 +448,13 @@ def build_history(store: Store, steps: tuple[Decision, ...]) -> list[int]:
 
 
 def traces(store: Store, backend: str, words: list[str]) -> list[str]:
-    """Every `table.column` of the database holding one of `words` (any case), blobs and indexes too."""
+    """Every `table.column` of the database holding one of `words` (any case), blobs and indexes too.
+
+    An FTS5 table is read through its shadow tables (its blocks of terms) and its fts5vocab table, which
+    spells out every term it holds: a contentless one cannot be scanned itself.
+    """
     tables = (
-        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE % fts5(%'"
         if backend == "sqlite"
         else "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()"
     )
@@ -328,6 +465,9 @@ def traces(store: Store, backend: str, words: list[str]) -> list[str]:
                 held = bytes(value) if isinstance(value, (bytes, memoryview)) else str(value).encode()
                 found += [f"{table}.{column}: {w}" for w in words if w.lower().encode() in held.lower()]
     return found
+
+
+INDEX_COLUMN = {"sqlite": "term", "postgres": "words"}
 
 
 def file_bytes(database: Path | str) -> bytes:
@@ -356,6 +496,14 @@ def test_correcting_or_forgetting_a_fact_leaves_no_word_of_any_earlier_version(
     versions = build_history(store, HISTORIES[history])
     current = versions[-1]
     assert traces(store, backend, OLD_WORDS)  # the words are there to be found
+    active = store.get_fact(current)
+    assert active is not None
+    indexed = [
+        w
+        for w in OLD_WORDS
+        if f"{TEXT_INDEX[backend]}.{INDEX_COLUMN[backend]}: {w}" in traces(store, backend, [w])
+    ]
+    assert indexed == [w for w in OLD_WORDS if w in active.text]  # the keyword index is searched too
     gone = OLD_WORDS
     if action == "correct":
         fixed = store.correct_fact("guild:1", "alice", current, "Alice collects coins", unit(0.0, 1.0), False)
@@ -415,6 +563,33 @@ def test_deleting_a_message_that_only_repeated_an_imported_fact_keeps_it(store: 
     store.apply_flush([Operation(Decision.DUPLICATE, again, tea)])
     assert store.forget_message("m9") == []
     assert [f.id for f in store.list_facts("guild:1", "alice")] == [tea]
+
+
+def test_recent_facts_put_the_last_stated_or_confirmed_first(store: Store) -> None:
+    tea, cello, oslo = store.add_facts(
+        [
+            fact("guild:1", "alice", "Alice likes tea", unit(1.0), ["m1"]),
+            fact("guild:1", "alice", "Alice plays the cello", unit(2.0), ["m2"]),
+            fact("guild:1", "alice", "Alice lives in Oslo", unit(3.0), ["m3"]),
+        ]
+    )
+    store.add_facts([fact("guild:1", "bob", "Bob likes coffee", unit(1.0), ["m4"])])
+    assert [f.id for f in store.recent_facts("guild:1", "alice", 10)] == [oslo, cello, tea]
+    again = NewFact("guild:1", "alice", "Alice", "Alice likes tea", ["m5"])
+    store.apply_flush([Operation(Decision.DUPLICATE, again, tea)])  # said again: the newest now
+    assert [f.id for f in store.recent_facts("guild:1", "alice", 2)] == [tea, oslo]
+    [moved] = store.apply_flush(
+        [
+            Operation(
+                Decision.INVALIDATE,
+                NewFact("guild:1", "alice", "Alice", "Alice lives in Rome", ["m6"], embedding=unit(3.0)),
+                oslo,
+            )
+        ]
+    )
+    recent = store.recent_facts("guild:1", "alice", 10)
+    assert [f.id for f in recent] == [moved.fact_id, tea, cello]  # a superseded fact is not listed
+    assert recent[1].source_message_ids == ("m1", "m5")
 
 
 def test_a_source_deleted_while_the_flush_ran_is_not_kept_on_the_fact(store: Store) -> None:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from aiohttp import web
 
-from bot.attachments import AttachmentLimits, AttachmentReader
+from bot.discord_bot.attachments import AttachmentLimits, AttachmentReader
 from bot.memory.ports import InlineData
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot.adminlog import AdminLog, flush_line, short_error
+from bot.discord_bot.adminlog import AdminLog, flush_line, short_error
 from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, GuildSettings, NewFact
 from bot.memory.service import MemoryService
@@ -150,7 +150,7 @@ async def test_a_refusing_channel_is_warned_about_once(
     channel = FakeChannel(900, GUILD, error=error)
     log = AdminLog(FakeBot(channel), default_channel_id=channel.id, interval=0.05)
     log.start()
-    with caplog.at_level(logging.WARNING, logger="bot.adminlog"):
+    with caplog.at_level(logging.WARNING, logger="bot.discord_bot.adminlog"):
         for n in range(3):
             log.post(GUILD, f"line {n}")
             await wait_for(lambda n=n: channel.attempts == n + 1)
@@ -164,7 +164,7 @@ async def test_other_http_errors_are_logged_and_the_log_keeps_going(caplog: pyte
     channel = FakeChannel(900, GUILD, error=http_error(discord.HTTPException, 500))
     log = AdminLog(FakeBot(channel), default_channel_id=channel.id, interval=0.05)
     log.start()
-    with caplog.at_level(logging.WARNING, logger="bot.adminlog"):
+    with caplog.at_level(logging.WARNING, logger="bot.discord_bot.adminlog"):
         log.post(GUILD, "one")
         await wait_for(lambda: channel.attempts == 1)
         channel.error = None
@@ -205,7 +205,7 @@ async def test_lines_for_a_guild_without_a_channel_are_dropped_quietly(
     default = FakeChannel(900, GUILD)
     log = AdminLog(FakeBot(default), default_channel_id=default.id, interval=0.05)
     log.start()
-    with caplog.at_level(logging.WARNING, logger="bot.adminlog"):
+    with caplog.at_level(logging.WARNING, logger="bot.discord_bot.adminlog"):
         log.post(OTHER_GUILD, "not for the default channel")
         log.post(GUILD, "for it")
         await wait_for(lambda: default.sent)
@@ -241,7 +241,7 @@ def test_names_in_lines_cannot_ping_or_format() -> None:
 def test_dm_events_are_logged_but_never_posted(caplog: pytest.LogCaptureFixture) -> None:
     default = FakeChannel(900, GUILD)
     log = AdminLog(FakeBot(default), default_channel_id=default.id)
-    with caplog.at_level(logging.INFO, logger="bot.adminlog"):
+    with caplog.at_level(logging.INFO, logger="bot.discord_bot.adminlog"):
         log.on_memory_event(OptedOut("dm", "5"))
     assert not log._batches
     assert any("dm" in r.getMessage() for r in caplog.records)

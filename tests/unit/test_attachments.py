@@ -8,7 +8,8 @@ import random
 import pytest
 from PIL import Image
 
-from bot.attachments import (
+from bot.config import Settings
+from bot.discord_bot.attachments import (
     IMAGE_MAX_PIXELS,
     IMAGE_MAX_SIDE,
     AttachmentLimits,
@@ -23,7 +24,6 @@ from bot.attachments import (
     kind_of,
     read_text,
 )
-from bot.config import Settings
 from bot.memory.ports import InlineData
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -10,9 +11,15 @@ import discord
 import pytest
 from discord import app_commands
 
-from bot.cogs.admin import format_stats
-from bot.cogs.errors import GENERIC_FAILURE, GUILD_ONLY, NEED_MANAGE_SERVER, report_error, user_message
-from bot.cogs.memory_commands import (
+from bot.discord_bot.cogs.admin import format_stats
+from bot.discord_bot.cogs.errors import (
+    GENERIC_FAILURE,
+    GUILD_ONLY,
+    NEED_MANAGE_SERVER,
+    report_error,
+    user_message,
+)
+from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
     NOTHING_FORGOTTEN_TIMEOUT,
@@ -27,7 +34,9 @@ from bot.cogs.memory_commands import (
     may_view_facts,
     paginate,
     recap_start,
+    where_learned,
 )
+from bot.memory.consult import MCP_ORIGIN
 from bot.memory.models import Episode, Fact, FactStatus, NewFact, Origin, Source
 from bot.memory.service import MemoryService
 
@@ -108,6 +117,18 @@ def test_a_page_lists_ids_dates_whole_texts_where_learned_and_a_footer() -> None
     unknown = format_facts_page("h", [fact(1, "x", sensitive=True)], 0, 1, 1)
     assert "not recorded" in unknown and "sensitive: used only when I talk with you" in unknown
     assert unknown.endswith("Page 1/1 · 1 fact")
+
+
+def test_a_fact_told_through_mcp_says_so_not_a_channel_named_mcp() -> None:
+    """`remember` over MCP records its own origin ("mcp"), which is no channel: no <#mcp>, no link."""
+    told = fact(7, "Alice plays the oboe", sources=(Source("mcp-0a1b", MCP_ORIGIN),))
+    assert where_learned(told) == "told through MCP"
+    direct = replace(told, scope="dm:5")
+    assert where_learned(direct) == "told through MCP"
+    both = replace(told, sources=(Source("900", Origin("456")), Source("mcp-0a1b", MCP_ORIGIN)))
+    assert where_learned(both) == (
+        "said in <#456> · told through MCP · [message 1](https://discord.com/channels/111/456/900)"
+    )
 
 
 def test_long_facts_are_shown_whole_on_pages_that_fit_in_one_message() -> None:
@@ -405,7 +426,7 @@ def test_the_persona_in_force_is_the_channels_then_its_parents_then_the_servers(
 
 
 def test_a_status_with_many_channel_personas_fits_one_message() -> None:
-    from bot.cogs.admin import STATUS_MAX_CHARS, format_status
+    from bot.discord_bot.cogs.admin import STATUS_MAX_CHARS, format_status
     from bot.memory.models import GuildSettings
 
     many = {str(1000 + i): "x" * 500 for i in range(40)}

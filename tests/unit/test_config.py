@@ -91,7 +91,7 @@ def test_an_empty_variable_does_not_hide_the_dotenv_value(
 def test_proxy_urls_are_applied_and_a_bare_host_gets_the_api_path() -> None:
     import discord
 
-    from bot.client import point_discord_at
+    from bot.discord_bot.client import point_discord_at
 
     old_base, old_gateway = discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
     try:
@@ -223,3 +223,14 @@ def test_geminis_own_model_keeps_its_cuts_without_a_log_line(caplog: pytest.LogC
     with caplog.at_level(logging.INFO, logger="bot.app"):
         memory_policy(s)
     assert not [r for r in caplog.records if "calibrate" in r.getMessage()]
+
+
+def test_extraction_mode_is_the_measured_one_per_provider_unless_set() -> None:
+    local = {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    assert memory_policy(load_settings({})).extraction == "enumerate"
+    assert memory_policy(load_settings(local)).extraction == "select"
+    assert memory_policy(load_settings({**local, "EXTRACTION_MODE": "enumerate"})).extraction == "enumerate"
+    assert memory_policy(load_settings({"EXTRACTION_MODE": "select"})).extraction == "select"
+    with pytest.raises(ConfigError) as err:
+        load_settings({"EXTRACTION_MODE": "guess"})
+    assert err.value.problems == ["EXTRACTION_MODE='guess' is not valid: expected auto, select or enumerate"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.discord_text import DISCORD_LIMIT, STREAMING_MARKER, split_message, streaming_parts
+from bot.discord_bot.discord_text import DISCORD_LIMIT, STREAMING_MARKER, split_message, streaming_parts
 
 
 def test_short_text_is_one_part() -> None:

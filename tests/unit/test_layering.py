@@ -51,7 +51,17 @@ def test_the_chats_use_case_speaks_to_ports_and_memory_only() -> None:
     """The reply both front-ends call, its prompts and tool rounds, and what the providers share: no
     discord, no model SDK (only the provider adapters speak to theirs), no settings, no storage."""
     adapters = tuple(f"bot.llm.{name.removesuffix('.py')}" for name in ADAPTERS)
-    forbidden = ("bot.storage", "bot.config", *adapters, "bot.cogs", *ADAPTERS.values(), "discord")
+    forbidden = (
+        "bot.storage",
+        "bot.config",
+        *adapters,
+        "bot.discord_bot",
+        "bot.mcp",
+        "bot.terminal",
+        "bot.cli",
+        *ADAPTERS.values(),
+        "discord",
+    )
     chat = [p for p in sorted((ROOT / "bot" / "llm").glob("*.py")) if p.name not in ADAPTERS]
     assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py", "retry.py", "answers.py"}
     for path in chat:
@@ -125,8 +135,56 @@ def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature(
 
 def test_only_the_composition_root_opens_storage() -> None:
     """The CLI, the Discord client and its cogs reach memory through the engine's use cases."""
-    outside = [p for p in sorted((ROOT / "bot").rglob("*.py")) if p.parts[-2] in ("bot", "cogs")]
-    assert len(outside) > 10
+    outside = [
+        p
+        for p in sorted((ROOT / "bot").rglob("*.py"))
+        if p.parts[-2] in ("bot", "discord_bot", "cogs", "mcp")
+    ]
+    assert len(outside) > 20
     for path in outside:
         if path.name != "app.py":
             assert not any(m.startswith("bot.storage") for m in imports_of(path)), path.name
+
+
+FRONT_ENDS = {"discord_bot", "mcp", "terminal", "cli", "__main__"}  # the rooms a person or an agent enters by
+SHARED_WITH_MCP = {"bot.discord_bot.audience", "bot.discord_bot.adminlog", "bot.discord_bot.client"}
+
+
+def rooms_and_arrows() -> tuple[set[str], set[tuple[str, str]]]:
+    """The house drawn from the imports: a room is a module or package directly under bot/, an arrow an
+    import (at the top of a file or inside a function) from one room into another."""
+    base = ROOT / "bot"
+    rooms = {p.stem for p in base.glob("*.py")} | {p.parent.name for p in base.glob("*/__init__.py")}
+    rooms.discard("__init__")
+    arrows = set()
+    for path in base.rglob("*.py"):
+        source = path.relative_to(base).parts[0].removesuffix(".py")
+        for module in imports_of(path):
+            parts = module.split(".")
+            if parts[0] == "bot" and len(parts) > 1 and parts[1] in rooms and parts[1] != source:
+                arrows.add((source, parts[1]))
+    return rooms, arrows
+
+
+def test_the_house_has_its_front_ends_in_rooms_of_their_own_and_no_arrow_points_back() -> None:
+    """Four front-ends over one engine: on 2026-11-26 (`rooms_and_arrows()`) 12 rooms and
+    32 arrows, 11 and 31 without __main__ (the door); before the Discord front-end had a package, 18 and 54."""
+    rooms, arrows = rooms_and_arrows()
+    assert rooms >= FRONT_ENDS | {"app", "config", "llm", "memory", "storage"}
+    assert not {"client", "runner", "cogs", "adminlog", "audience", "attachments", "discord_text"} & rooms
+    graph = {room: {to for source, to in arrows if source == room} for room in rooms}
+    TopologicalSorter(
+        graph
+    ).prepare()  # raises CycleError when two rooms import each other, however far round
+    for below in ("memory", "storage", "llm", "app", "config"):
+        assert not graph[below] & FRONT_ENDS, below
+    assert graph["discord_bot"] & FRONT_ENDS == set()  # the Discord bot runs alone; the CLI starts it
+    assert graph["mcp"] & FRONT_ENDS <= {"discord_bot", "terminal"}
+
+
+def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_the_admin_log_and_the_api_url() -> None:
+    """An MCP session in a server judges readers by the bot's own rule and writes to the bot's admin log."""
+    borrowed = set()
+    for path in (ROOT / "bot" / "mcp").rglob("*.py"):
+        borrowed |= {".".join(m.split(".")[:3]) for m in imports_of(path) if m.startswith("bot.discord_bot.")}
+    assert borrowed == SHARED_WITH_MCP

@@ -88,7 +88,10 @@ class Connected:
         raise NotImplementedError
 
     def _unindex_words(self, fact_id: int) -> None:
-        """Take a fact's words out of the text index (superseded, corrected, deleted)."""
+        """Take a fact's words out of the text index (superseded, corrected, deleted).
+
+        Called before the fact's row changes (its text, its status): SQLite rebuilds the words from it.
+        """
         raise NotImplementedError
 
     def _word_matches(self, scope: str, user_id: str, terms: Sequence[str]) -> tuple[str, Sequence[Any]]:

@@ -51,6 +51,17 @@ class Facts(Connected):
         )
         return facts_from(self.conn, rows)
 
+    def recent_facts(self, scope: str, user_id: str, limit: int) -> list[Fact]:
+        """A person's active facts, the most recently stated or confirmed first (`updated_at`: a repeat
+        or a correction brings a fact back to the top), with their sources."""
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.scope = ? AND f.user_id = ? "
+            "AND f.status = 'active' ORDER BY f.updated_at DESC, f.id DESC LIMIT ?",
+            (scope, user_id, limit),
+        )
+        return facts_from(self.conn, rows)
+
     def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int:
         status_filter = "" if all_statuses else "AND status = 'active'"
         count: int = scalar(
@@ -167,13 +178,13 @@ class Facts(Connected):
 
     def _supersede(self, old_id: int, new_id: int, status: FactStatus, now: str) -> None:
         """Take an active fact out of search, keeping its row and its vector (archived) for history."""
+        self._unindex_words(old_id)  # first: while the row still says what was indexed
         self.conn.execute(
             "UPDATE facts SET status = ?, superseded_by = ?, updated_at = ?, "
             "archived_embedding = (SELECT embedding FROM fact_vectors WHERE fact_id = ?) WHERE id = ?",
             (status.value, new_id, now, old_id, old_id),
         )
         self.conn.execute("DELETE FROM fact_vectors WHERE fact_id = ?", (old_id,))
-        self._unindex_words(old_id)
 
     def _merged_into(self, fact_id: int) -> list[int]:
         """The facts this one was merged into, one after the other: its words live on in each of them."""

@@ -270,12 +270,12 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             messages = self._source_messages([fact_id, *earlier])
             self._delete_facts(earlier)
             drop_bot_turns(self.conn, scope)
+            self._unindex_words(fact_id)  # while the row still holds the words that were indexed
             self.conn.execute(
                 "UPDATE facts SET text = ?, sensitive = ?, updated_at = ? WHERE id = ?",
                 (text, int(sensitive), iso(utcnow()), fact_id),
             )
             self._write_vectors([(fact_id, embedding)])
-            self._unindex_words(fact_id)
             self._index_words(fact_id, scope, user_id, text)
             self.conn.execute("DELETE FROM fact_events WHERE fact_id = ?", (fact_id,))
             self._event(

@@ -4,6 +4,9 @@
 as SQLite's procedure for changing a table asks (dropping a table that is being rebuilt would otherwise
 cascade its deletes, as 0006 would), and `PRAGMA foreign_key_check` must find nothing broken before it
 commits.
+
+A migration that needs Python calls it as an SQL function the runner registers on the connection
+(`indexed_words`, for 0008's keyword index).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from bot.storage.errors import DatabaseError
 from bot.storage.sql import migrations
 from bot.storage.sql.migrations import Migration
 from bot.storage.sqlite.connection import Transaction
+from bot.storage.sqlite.search import indexed_words
 
 MIGRATIONS = migrations.migrations_of("bot.storage.sqlite")
 
@@ -25,6 +29,7 @@ class SqliteSchema:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        conn.create_function("indexed_words", 3, indexed_words, deterministic=True)
 
     def version(self) -> int:
         version: int = self.conn.execute("PRAGMA user_version").fetchone()[0]

@@ -1,20 +1,35 @@
 """How SQLite finds a person's facts: sqlite-vec's cosine distance over float32 blobs, and FTS5.
 
-`facts_fts` carries a hashed `owner` token per person (`owner_token`), so a keyword query is
-`owner:"<token>" AND text:(terms)` and never sees anyone else's facts. Query words are quoted
-(`keyword_query`): no FTS syntax from users. `secure-delete` is on, so a forgotten fact's words leave
-the index. The ranking and the rest of the search are shared (bot/storage/sql/search.py).
+The keyword index `owner_words` holds, per active fact, its folded words each glued to its person's
+hashed token (`owner_token`): "o<20 hex>lives", "o<20 hex>oslo". FTS5 keeps terms sorted, so the terms
+of one person sit together, and a stem matched as a prefix ('"o<20 hex>liv"*') expands only to that
+person's words: its cost follows the person's facts (and FTS5's segments, a handful that it merges as
+the index grows), not how many facts in the whole file share the stem (as `text:"liv"*` over everyone's
+words did). Query words are quoted: no FTS syntax from users.
+
+The table is contentless (no copy of the text, no positions: `detail=none`), so a fact leaves it
+through FTS5's 'delete' command given the words it was indexed with, which `_unindex_words` rebuilds
+from the fact's row: the shared code takes a fact out of the index before it changes its text or
+status. `secure-delete` is on, so a forgotten fact's words leave the index's pages; a fact whose words
+could not be rebuilt (a Unicode table that changed between versions) is found by its person's terms and
+removed word by word. The ranking and the rest of the search are shared (bot/storage/sql/search.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.sql.database import Connected
+from bot.storage.sql.rows import select, select_one
+
+# The characters FTS5's unicode61 tokenizer keeps in a token: letters and digits, not "_".
+TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def vector_blob(vector: Sequence[float]) -> bytes:
@@ -23,19 +38,34 @@ def vector_blob(vector: Sequence[float]) -> bytes:
 
 
 def owner_token(scope: str, user_id: str) -> str:
-    """One FTS token per (scope, user): confines keyword search to one person whatever the ids contain."""
+    """One prefix per (scope, user), 21 letters and digits, whatever the ids contain."""
     return "o" + hashlib.blake2b(f"{scope}\x00{user_id}".encode(), digest_size=10).hexdigest()
 
 
-def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 OR-query of `terms`, each a quoted prefix."""
-    return " OR ".join('"' + t.replace('"', '""') + '"*' for t in terms)
+def indexed_words(scope: str, user_id: str, text: str) -> str:
+    """What `owner_words` indexes for a fact: each folded word once, glued to its person's token."""
+    owner = owner_token(scope, user_id)
+    return " ".join(owner + word for word in dict.fromkeys(TOKEN.findall(fold(text))))
 
 
-def keyword_query(text: str, *, max_terms: int = 12, ignore: Iterable[str] = ()) -> str | None:
+def fts_query(owner: str, terms: Sequence[str]) -> str:
+    """An FTS5 OR-query of `terms` as prefixes of `owner`'s words.
+
+    A term of several tokens ("foo_bar") needs each of them among the fact's words, the last as a prefix.
+    """
+    alternatives = []
+    for term in terms:
+        parts = [f'"{owner}{part}"' for part in TOKEN.findall(term)]
+        if parts:
+            parts[-1] += "*"
+            alternatives.append(parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")")
+    return " OR ".join(alternatives)
+
+
+def keyword_query(scope: str, user_id: str, text: str, *, ignore: Iterable[str] = ()) -> str | None:
     """The FTS5 query keyword search runs for `text` (None: no informative word)."""
-    terms = search_terms(text, max_terms=max_terms, ignore=ignore)
-    return fts_query(terms) if terms else None
+    terms = search_terms(text, ignore=ignore)
+    return fts_query(owner_token(scope, user_id), terms) if terms else None
 
 
 class SqliteSearch(Connected):
@@ -49,15 +79,47 @@ class SqliteSearch(Connected):
 
     def _index_words(self, fact_id: int, scope: str, user_id: str, text: str) -> None:
         self.conn.execute(
-            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
-            (fact_id, text, owner_token(scope, user_id)),
+            "INSERT INTO owner_words (rowid, words) VALUES (?, ?)",
+            (fact_id, indexed_words(scope, user_id, text)),
         )
 
     def _unindex_words(self, fact_id: int) -> None:
-        self.conn.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact_id,))
+        """Delete the words an active fact was indexed with (no other fact is in the index)."""
+        row = select_one(
+            self.conn, "SELECT scope, user_id, text FROM facts WHERE id = ? AND status = 'active'", (fact_id,)
+        )
+        if row is None:
+            return
+        self._delete_words(fact_id, indexed_words(row["scope"], row["user_id"], row["text"]))
+        owner = owner_token(row["scope"], row["user_id"])
+        if self._holds(fact_id, f'"{owner}"*'):
+            self._delete_words(fact_id, " ".join(self._leftovers(fact_id, owner)))
+
+    def _delete_words(self, fact_id: int, words: str) -> None:
+        self.conn.execute(
+            "INSERT INTO owner_words (owner_words, rowid, words) VALUES ('delete', ?, ?)", (fact_id, words)
+        )
+
+    def _holds(self, fact_id: int, query: str) -> bool:
+        return bool(
+            select(
+                self.conn,
+                "SELECT 1 FROM owner_words WHERE owner_words MATCH ? AND rowid = ?",
+                (query, fact_id),
+            )
+        )
+
+    def _leftovers(self, fact_id: int, owner: str) -> list[str]:
+        """The words of `owner` the index still holds for the fact, looked up one by one among theirs."""
+        terms = select(
+            self.conn,
+            "SELECT term FROM owner_words_terms WHERE term >= ? AND term < ?",
+            (owner, owner[:-1] + chr(ord(owner[-1]) + 1)),
+        )
+        return [r["term"] for r in terms if self._holds(fact_id, '"' + r["term"] + '"')]
 
     def _word_matches(self, scope: str, user_id: str, terms: Sequence[str]) -> tuple[str, Sequence[Any]]:
-        return (
-            "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?",
-            (f'owner:"{owner_token(scope, user_id)}" AND text:({fts_query(terms)})',),
-        )
+        query = fts_query(owner_token(scope, user_id), terms)
+        if not query:  # only underscores: no word FTS5 could hold
+            return "SELECT rowid FROM owner_words WHERE 0", ()
+        return "SELECT rowid FROM owner_words WHERE owner_words MATCH ?", (query,)

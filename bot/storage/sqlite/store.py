@@ -51,7 +51,7 @@ class Store(SqliteSearch, SqlStore):
         if problems != ["ok"]:
             raise DatabaseError(f"the database is damaged ({problems[0]}); restore it from a backup")
         [versions] = select(self.conn, "SELECT vec_version() AS vec, sqlite_version() AS sqlite")
-        self.conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH 'probe'").fetchone()
+        self.conn.execute("SELECT count(*) FROM owner_words WHERE owner_words MATCH 'probe'").fetchone()
         model, dims = self.embedding_meta()
         return {
             "backend": "SQLite",

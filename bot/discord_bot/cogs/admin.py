@@ -17,11 +17,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.adminlog import plural
 from bot.app import provider_name
-from bot.client import MemoryBot
-from bot.cogs.answers import Reply, answer
-from bot.cogs.memory_commands import (
+from bot.discord_bot.adminlog import plural
+from bot.discord_bot.client import MemoryBot
+from bot.discord_bot.cogs.answers import Reply, answer
+from bot.discord_bot.cogs.memory_commands import (
     MAX_LISTED,
     NOT_A_CATEGORY,
     ChannelOption,

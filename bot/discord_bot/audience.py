@@ -82,6 +82,10 @@ class AudienceResolver:
             bot.add_listener(self._changed, event)
 
     async def _changed(self, *_: Any) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every answer: permissions changed, or were read again (the MCP front-end's REST view)."""
         self._cache.clear()
 
     def shareable(self, channel_id: str) -> bool:
@@ -123,7 +127,7 @@ class AudienceResolver:
 
     def _chunked(self, guild_id: int, task: asyncio.Task[Any]) -> None:
         self._chunking.pop(guild_id, None)
-        self._cache.clear()
+        self.clear()
         if not task.cancelled() and task.exception() is not None:
             log.warning("could not load the member list of server %s: %s", guild_id, task.exception())
 

@@ -13,8 +13,8 @@ import aiohttp
 import discord
 
 from bot.app import failure_line, failures
-from bot.client import MemoryBot, make_bot, point_discord_at
 from bot.config import Settings
+from bot.discord_bot.client import MemoryBot, make_bot, point_discord_at
 from bot.gist import first_line
 
 log = logging.getLogger(__name__)

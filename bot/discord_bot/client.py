@@ -16,15 +16,21 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.adminlog import AdminLog
 from bot.app import Models, open_memory, open_models
-from bot.audience import AudienceResolver
 from bot.config import Settings
+from bot.discord_bot.adminlog import AdminLog
+from bot.discord_bot.audience import AudienceResolver
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
-COGS = ("bot.cogs.chat", "bot.cogs.memory_commands", "bot.cogs.telling", "bot.cogs.admin", "bot.cogs.errors")
+COGS = (
+    "bot.discord_bot.cogs.chat",
+    "bot.discord_bot.cogs.memory_commands",
+    "bot.discord_bot.cogs.telling",
+    "bot.discord_bot.cogs.admin",
+    "bot.discord_bot.cogs.errors",
+)
 SHUTDOWN_TIMEOUT_SECONDS = 5.0  # running flushes get this long to finish; the rest stays buffered
 ADMIN_LOG_STOP_SECONDS = 1.5
 DEV_GUILD_STATE = "command_dev_guild"  # the server commands were last synced to, to clear when it changes

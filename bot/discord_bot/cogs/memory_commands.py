@@ -18,13 +18,14 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.adminlog import plural
-from bot.audience import Said
-from bot.client import RESTARTING, MemoryBot
-from bot.cogs.answers import Reply, answer
-from bot.cogs.errors import report_error
-from bot.discord_text import speaker_name
+from bot.discord_bot.adminlog import plural
+from bot.discord_bot.audience import Said
+from bot.discord_bot.client import RESTARTING, MemoryBot
+from bot.discord_bot.cogs.answers import Reply, answer
+from bot.discord_bot.cogs.errors import report_error
+from bot.discord_bot.discord_text import speaker_name
 from bot.memory.community import MAX_SUMMARY_CHARS
+from bot.memory.consult import MCP_ORIGIN
 from bot.memory.models import (
     COMMUNITY_ID,
     COMMUNITY_NAME,
@@ -94,15 +95,22 @@ def jump_link(scope: str, source: Source) -> str | None:
 
 
 def where_learned(fact: Fact) -> str:
-    """'said in <#12> · [message](link)', 'said in our DMs', or that it is not known."""
+    """'said in <#12> · [message](link)', 'said in our DMs', 'told through MCP' (an agent's `remember`,
+    whose origin is no channel), or that it is not known."""
     said = [s for s in fact.sources if not s.confirms and s.origin is not None]
+    in_discord = [s for s in said if s.origin != MCP_ORIGIN]
     if not said or fact.audience_keys is None:
         where = "where: not recorded (used only in DMs with you)"
-    elif guild_id_of(fact.scope) is None:
-        where = "said in our DMs"
     else:
-        channels = dict.fromkeys(f"<#{s.origin.channel_id}>" for s in said if s.origin is not None)
-        where = "said in " + ", ".join(channels)
+        places = []
+        if in_discord and guild_id_of(fact.scope) is None:
+            places.append("said in our DMs")
+        elif in_discord:
+            channels = dict.fromkeys(f"<#{s.origin.channel_id}>" for s in in_discord if s.origin is not None)
+            places.append("said in " + ", ".join(channels))
+        if len(in_discord) < len(said):
+            places.append("told through MCP")
+        where = " · ".join(places)
     links = [link for s in said if (link := jump_link(fact.scope, s))]
     if links:
         where += " · " + " ".join(f"[message {n}]({link})" for n, link in enumerate(links[:3], 1))

@@ -13,11 +13,11 @@ import discord
 from discord.ext import commands
 
 from bot.app import provider_name
-from bot.attachments import AttachmentReader, attachment_limits
-from bot.client import MemoryBot
-from bot.cogs import telling
-from bot.cogs.conversation import recall_query, said_turns
-from bot.discord_text import speaker_name, streaming_parts
+from bot.discord_bot.attachments import AttachmentReader, attachment_limits
+from bot.discord_bot.client import MemoryBot
+from bot.discord_bot.cogs import telling
+from bot.discord_bot.cogs.conversation import recall_query, said_turns
+from bot.discord_bot.discord_text import speaker_name, streaming_parts
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso

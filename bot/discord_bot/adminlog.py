@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import discord
 
-from bot.discord_text import split_message
+from bot.discord_bot.discord_text import split_message
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, guild_id_of
 

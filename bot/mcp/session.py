@@ -1,0 +1,211 @@
+"""One MCP session: the scope and audience it was started for, fixed for its whole life.
+
+`--channel ID`: what a reply in that channel could use (no one is being answered, so nobody's sensitive
+facts); `--user ID --scope S`: what that person sees with /facts, their sensitive facts included, and the
+server's conversations they can read; `--terminal`: the terminal chat's person. There is no other kind,
+so no session sees everything. Permissions come from Discord's REST API (`discord_view.py`); where they
+cannot be known, a channel's session reads only what was said in that channel, and a person's session
+only their own facts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+import discord
+
+from bot.discord_bot.adminlog import AdminLog
+from bot.discord_bot.audience import audience_key
+from bot.mcp.discord_view import DiscordUnavailable, DiscordView, RestBot
+from bot.memory.consult import ConsultError, Reader
+from bot.memory.lookup import find_person
+from bot.memory.models import TERMINAL_SCOPE, guild_id_of, is_discord_id, iso, utcnow
+from bot.memory.recall import Audience, Participant
+from bot.memory.service import MemoryService
+from bot.memory.timespan import time_span
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a session is started for, as the command line says it."""
+
+    channel_id: int | None = None
+    user_id: str | None = None
+    scope: str | None = None
+    name: str | None = None  # the terminal's person
+
+
+@dataclass
+class Session:
+    """The reader a session is bound to, the server's view it is judged by, and where calls are logged."""
+
+    service: MemoryService
+    reader: Reader
+    view: DiscordView | None = None
+    admin_log: AdminLog | None = None
+    channel: dict[str, Any] | None = None  # the bound channel's payload (a thread is read with the guild)
+    channel_id: int | None = None
+
+    @property
+    def guild_id(self) -> int | None:
+        return guild_id_of(self.reader.scope)
+
+    @property
+    def who(self) -> str:
+        """Whom the session is for, as the admin log names it ("#general", "alice")."""
+        if self.channel_id is not None:
+            return self.reader.channel_name(str(self.channel_id))
+        person = self.reader.person
+        if person is None:
+            return "nobody"
+        if self.admin_log is not None:
+            return self.admin_log.name_of(self.guild_id, person.user_id)
+        return person.name or f"user {person.user_id}"
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run one call on current permissions and settings (opt-outs, the server's switch)."""
+        if self.view is not None:
+            await self.view.refresh(extra_channels=(self.channel,) if self.channel else ())
+        await self.service.reload_caches()
+        return await work()
+
+    def log(self, line: str) -> None:
+        """One admin-log line of the session's server (the Python log only, outside a server)."""
+        guild = self.guild_id
+        if self.admin_log is not None and guild is not None:
+            self.admin_log.post(guild, line)
+        else:
+            log.info("MCP [%s] %s", self.reader.scope, line)
+
+    def people(self, asked: Sequence[str]) -> list[Participant]:
+        """The people a recall names, by Discord id or by name among the server's members; refused in a
+        person's session for anyone but them."""
+        members = self._members()
+        chosen: list[Participant] = []
+        for text in asked:
+            text = text.strip()
+            if not text:
+                continue
+            found = find_person(members, text)
+            if found is None and is_discord_id(text.strip("<@!>")):
+                found = Participant(text.strip("<@!>"), "")
+            if found is None:
+                raise ConsultError(f"{text!r} names no member of this server; give their Discord id")
+            chosen.append(found)
+        person = self.reader.person
+        if person is not None and any(p.user_id != person.user_id for p in chosen):
+            raise ConsultError(f"this session reads only the facts of {person.name or person.user_id}")
+        return chosen
+
+    def _members(self) -> list[Participant]:
+        guild = self.view.guild if self.view is not None else None
+        if guild is None:
+            return [self.reader.person] if self.reader.person is not None else []
+        return [Participant(str(m.id), m.display_name) for m in guild.members if not m.bot]
+
+
+def since_of(phrase: str | None) -> str | None:
+    """The ISO start of `since`: an ISO date or time, or a phrase ("yesterday", "last week", "October",
+    "3 days ago"); None when not given."""
+    if phrase is None or not phrase.strip():
+        return None
+    text = phrase.strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        span = time_span(f"since {text}", utcnow())
+        if span is None:
+            raise ConsultError(
+                f"cannot read since={text!r}: give a date (2026-05-01) or yesterday, this week, last week, "
+                "a month (October) or N days ago"
+            ) from None
+        moment = span[0]
+    return iso(moment if moment.tzinfo is not None else moment.replace(tzinfo=utcnow().tzinfo))
+
+
+async def open_session(service: MemoryService, binding: Binding, *, bot: RestBot | None) -> Session:
+    """The session a binding starts; `bot` is None when Discord cannot be read (no token, unreachable)."""
+    if binding.name is not None:  # the terminal chat's person: nothing of Discord
+        from bot.terminal import local_user_id
+
+        person = Participant(local_user_id(binding.name), binding.name)
+        return Session(service, Reader(TERMINAL_SCOPE, Audience(person.user_id), person))
+    if binding.channel_id is not None:
+        return await _channel_session(service, binding.channel_id, binding.scope, bot)
+    assert binding.user_id is not None and binding.scope is not None
+    return await _person_session(service, binding.user_id, binding.scope, bot)
+
+
+async def _channel_session(
+    service: MemoryService, channel_id: int, scope: str | None, bot: RestBot | None
+) -> Session:
+    """What a reply in the channel could use: its readers' audience, no one's sensitive facts."""
+    payload: dict[str, Any] | None = None
+    if bot is not None:
+        probe = DiscordView(bot, 0)
+        payload = await probe.channel(channel_id)
+        if not payload.get("guild_id"):
+            raise ConsultError("that is a DM channel: a person's DMs are read with --user ID --scope dm")
+        found = f"guild:{payload['guild_id']}"
+        if scope is not None and scope != found:
+            raise ConsultError(f"channel {channel_id} is in {found}, not {scope}")
+        scope = found
+    guild_id = guild_id_of(scope or "")
+    if guild_id is None:
+        raise ConsultError("without Discord (DISCORD_TOKEN) a channel's session needs --scope guild:<id>")
+    view = DiscordView(bot, guild_id) if bot is not None else None
+    reply_key = str(channel_id)
+    if view is not None:
+        guild = await view.refresh(extra_channels=(payload,) if payload else ())
+        channel = guild.get_channel_or_thread(channel_id) if guild is not None else None
+        reply_key = audience_key(channel) if channel is not None else reply_key
+
+    def can_read(key: str) -> bool:
+        return view.covers(reply_key, key) if view is not None else key == reply_key
+
+    audience = Audience(None, can_read)
+    reader = Reader(f"guild:{guild_id}", audience, community=audience, channel_name=_names_of(view))
+    return Session(service, reader, view=view, channel=payload, channel_id=channel_id)
+
+
+async def _person_session(service: MemoryService, user_id: str, scope: str, bot: RestBot | None) -> Session:
+    """What the person sees with /facts (their sensitive facts too), and the server's conversations
+    they can read now."""
+    names = await service.names(scope, [user_id])
+    guild_id = guild_id_of(scope)
+    view = DiscordView(bot, guild_id) if bot is not None and guild_id is not None else None
+    name = names.get(user_id, "")
+    community: Audience | None = None
+    if view is not None:
+        guild = await view.refresh()
+        member = guild.get_member(int(user_id)) if guild is not None else None
+        if guild is not None and member is None:
+            raise ConsultError(f"user {user_id} is not a member of server {guild_id}")
+        name = name or (member.display_name if isinstance(member, discord.Member) else "")
+        community = Audience(user_id, lambda key: view.member_can_read(user_id, key))
+    person = Participant(user_id, name)
+    reader = Reader(scope, Audience(user_id), person, community, _names_of(view))
+    return Session(service, reader, view=view)
+
+
+def _names_of(view: DiscordView | None) -> Callable[[str], str]:
+    if view is None:
+        return lambda channel_id: f"<#{channel_id}>"
+    return view.channel_name
+
+
+async def login(service: MemoryService, settings: Any) -> RestBot | None:
+    """The bot over REST, or None (logged) when Discord cannot be read: permissions stay unknown."""
+    try:
+        return await DiscordView.login(settings, service)
+    except DiscordUnavailable as exc:
+        log.warning("%s: sessions read only what was said in their own channel", exc)
+        return None

@@ -1,0 +1,174 @@
+"""Selection, then writing: the model points at the lines that state something durable, the bot writes
+the facts.
+
+Asked to list every fact of a 50-message chunk, a small local model (bench/quality.py, Qwen2.5 1.5B)
+proposed a third of the self-statements or none, and looped when it did list them. Asked only for the
+ids of the lines that state something durable, it answers in a few dozen tokens and finds most of them.
+The bot then writes each chosen line's facts itself where it can: an English first-person clause ("I
+live in Porto", "my dog is Rex") is the speaker's own statement, rewritten by `third_person` in
+`accept_facts`. Where it cannot (another language, a statement without its subject, a line about the
+server), the line goes to a short second call that writes only those lines (`REWRITE_SYSTEM`).
+Whatever writes a fact, `accept_facts` and `accept_community` judge it as they judge an enumerated one.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+from bot.memory.durable import statements
+from bot.memory.models import BufferedMessage
+from bot.memory.prompts import CommunityFact, ExtractedFact, SelectionResult
+from bot.memory.text import clean, content_words, strip_background_blocks, worth_reading
+from bot.memory.third_person import third_person
+
+log = logging.getLogger(__name__)
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+# A clause break before a new first-person subject: "I'm Ben, I work as a carpenter", "... and my dog ...".
+# Not ", so my ...": what follows "so" is the first clause's consequence, one fact with it.
+_CLAUSES = re.compile(
+    r"\s*(?:[,;]\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)(?=(?:i|i'm|i’m|im|i've|i'll|my)\b)", re.I
+)
+# A time or place said before the subject: "in the evenings I play the cello" -> "I play the cello in the
+# evenings", which `third_person` can write.
+_LEAD = re.compile(
+    r"^((?:in|on|at|for|since|after|before|during|every|most|these days|nowadays|lately|recently"
+    r"|sometimes|usually|often)\b[^,.!?]{0,40}?),?\s+((?:i|i'm|i’m|i've|my)\b.*)$",
+    re.I,
+)
+# Words a chat line opens with before its statement: "btw I live in Oslo", "oh and I have a cat".
+_OPENERS = re.compile(
+    r"^(?:(?:also|btw|oh|and|so|well|yeah|yep|yes|no|nope|actually|anyway|lol|haha|ok|okay|update|news"
+    r"|hey|hi|hello|fun fact|by the way)\b[\s,:;!.-]*)+",
+    re.I,
+)
+# "I think Ben is moving", "I agree", "I'm not sure about that one", "I need to ...", "I want ...": the
+# speaker's view of the talk, a need or a wish, not a fact about them.
+_NOT_ABOUT_THEM = re.compile(
+    r"^i(?:\s*'\s*m|\s+am)?\s+(?:not\s+|so\s+|really\s+|totally\s+)?(?:think|thought|heard|hear|guess|believe|bet"
+    r"|suppose|reckon|doubt|wonder|feel like|assume|agree|agreed|disagree|mean|meant|know|see|saw that"
+    r"|understand|hope|need|have to|gotta|want|wanna|would|'d|sure|kidding|joking)\b",
+    re.I,
+)
+# "I'll check it later", "I'm going to grab lunch": a plan is kept only with its date ("I'm running a
+# half marathon on April 12" says when).
+_FUTURE = re.compile(r"^i(?:\s*'\s*ll|\s+will|\s*'\s*m going to|\s+am going to|\s*'\s*m gonna)\b", re.I)
+_WHEN = re.compile(
+    r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri"
+    r"|satur|sun)day|\bnext (?:week|month|year|spring|summer|autumn|fall|winter)\b",
+    re.I,
+)
+# Words of a greeting or a sign-off: a clause of only these (and names) says nothing to keep.
+_GREETING = content_words(
+    "hey hello hiya everyone everybody all folks guys people morning evening night there thanks thank "
+    "welcome lol haha yeah yes okay cheers here"
+)
+# A first-person word of a line about the server: "we meet on Fridays" needs a model to write.
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|me|my|mine|we|we're|us|our|ours)\b", re.I)
+
+
+# A selection that takes nearly every line of a chunk (small models answer m1..m50) tells nothing: the
+# bot then writes only what it can write itself and asks no model to write the rest, which would be
+# chatter copied as facts (bench/quality.py, Qwen2.5 1.5B: 50 of 50 lines chosen, 19 sent to rewrite).
+UNSELECTIVE_SHARE = 0.8
+UNSELECTIVE_MIN_LINES = 10
+
+
+@dataclass
+class Written:
+    """What the bot wrote from the chosen lines, and the lines only a model can write."""
+
+    facts: list[ExtractedFact] = field(default_factory=list)
+    community: list[CommunityFact] = field(default_factory=list)
+    rewrite: list[str] = field(default_factory=list)  # local ids (m3, m7 ...)
+
+
+def write_selected(
+    selection: SelectionResult,
+    chunk: list[BufferedMessage],
+    local_ids: dict[str, str],
+    handles: dict[str, str],
+    *,
+    community: bool,
+) -> Written:
+    """The facts of the lines the model chose, written by the bot where it can (see the module).
+
+    A bot line, an unknown id or a line chosen twice is skipped; a line about the server only counts
+    with `community`. When nearly every line was chosen (UNSELECTIVE_SHARE), no line goes to a model. A "sensitive" line's facts are written with their flag, so that the checks refuse
+    them and keep their words out of the channel's episode.
+    """
+    messages = {m.message_id: m for m in chunk}
+    humans = [m for m in chunk if not m.is_bot and worth_reading(m.content)]
+    names = set().union(*(content_words(h) for h in handles.values())) if handles else set()
+    written = Written()
+    seen: set[str] = set()
+    for line in selection.lines:
+        message = messages.get(local_ids.get(line.id, ""))
+        if message is None or message.is_bot or line.id in seen:
+            continue
+        seen.add(line.id)
+        text = statements(clean(strip_background_blocks(message.content)))
+        if not worth_reading(text):
+            continue
+        if line.kind == "community":
+            if not community:
+                continue
+            if _FIRST_PERSON.search(text):
+                written.rewrite.append(line.id)
+            else:
+                written.community.append(CommunityFact(text=text, sources=[line.id]))
+            continue
+        speaker = handles[message.author_id]
+        clauses = own_clauses(text, speaker, names)
+        if clauses is None:
+            written.rewrite.append(line.id)
+            continue
+        written.facts.extend(
+            ExtractedFact(speaker=speaker, text=clause, sources=[line.id], sensitive=line.kind == "sensitive")
+            for clause in clauses
+        )
+    chosen = len(seen & {local for local, mid in local_ids.items() if mid in {m.message_id for m in humans}})
+    if written.rewrite and len(humans) >= UNSELECTIVE_MIN_LINES and chosen >= UNSELECTIVE_SHARE * len(humans):
+        log.info(
+            "the model chose %d of %d lines, which tells nothing; %d lines the bot cannot write are left out",
+            chosen,
+            len(humans),
+            len(written.rewrite),
+        )
+        written.rewrite = []
+    return written
+
+
+def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
+    """The first-person clauses of `text` the bot can turn into facts about `speaker` itself ("I'm Ben,
+    I work as a carpenter" -> ["I work as a carpenter"]), or None when a clause that says something is
+    not one (another language, no subject): then a model writes the line. Empty: nothing to keep.
+
+    Greetings and names alone are dropped ("hi all!", "I'm Ben"), and so are the speaker's view of the
+    talk, needs and wishes ("I think ...", "I agree", "I want ...") and a plan without its date ("I'll
+    check it later"); a one-word aside beside a first-person clause ("new here, I live in Porto") is too.
+    A time or place said first is moved after the statement ("in the evenings I play the cello").
+    """
+    kept: list[str] = []
+    unwritten = False  # a short clause the bot cannot write: "new here", "teacher."
+    for sentence in _SENTENCES.split(text):
+        for part in _CLAUSES.split(sentence):
+            clause = _OPENERS.sub("", part.strip()).strip(" ,;:-").rstrip(".!… ")
+            if lead := _LEAD.match(clause):
+                clause = f"{lead.group(2)} {lead.group(1)}"
+            said = content_words(clause) - names - _GREETING
+            if (
+                not said
+                or _NOT_ABOUT_THEM.match(clause)
+                or (_FUTURE.match(clause) and not _WHEN.search(clause))
+            ):
+                continue
+            if third_person(clause, speaker) != clause:
+                kept.append(clause)
+            elif len(said) > 1:
+                return None
+            else:
+                unwritten = True
+    return None if unwritten and not kept else kept

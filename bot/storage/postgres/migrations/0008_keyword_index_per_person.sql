@@ -1,0 +1,3 @@
+-- Keyword search reads only the searched person's words. Nothing to do here: on SQLite this replaces the
+-- FTS5 table, whose prefix queries expanded over everyone's words, with one whose terms carry their
+-- person's token; PostgreSQL's `fact_words` is searched through its (scope, user_id) index already.

@@ -1,0 +1,337 @@
+"""End-to-end: `python -m bot mcp` served to the MCP SDK's own client, over stdio and streamable HTTP, on
+both backends, with permissions read from the Discord stand-in's REST API.
+
+The seeded server: bob said he likes hiking in #general, works on Falcon in #staff-only (which only the
+staff role, bob's, can read), asked to be remembered as having diabetes (sensitive), and told the bot in
+DMs that he lives in Oslo; alice likes tea (#general). #general and #staff-only each have a conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from bot.app import open_memory
+from bot.memory.models import BufferedMessage, NewEpisode, NewFact, Origin, iso, utcnow
+from bot.memory.ports import Storage
+from bot.storage import AsyncStore
+from standins.brain import FakeBrain
+from standins.discord import DiscordStandIn
+from standins.discord.model import overwrite
+from standins.gemini import GeminiStandIn
+from tests.conftest import make_settings
+from tests.e2e.world import eventually
+from tests.integration.test_cli import clean_env, run_cli
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "bot-token"
+MCP_TOKEN = "mcp-secret"
+VIEW_CHANNEL = 1 << 10
+_ids = itertools.count(900_000_000_000_000_001)
+
+
+@dataclass
+class Server:
+    """The stand-ins, the settings' environment and what was seeded (ids by name)."""
+
+    discord: DiscordStandIn
+    env: dict[str, str]
+    scope: str
+    general: int
+    staff: int
+    log_channel: int
+    bob: str
+    alice: str
+    facts: dict[str, int]
+    episodes: dict[str, int]
+    database: Path | str
+    settings: Any
+
+
+@pytest.fixture
+async def server(
+    tmp_path: Path, database: Path | str, gemini_brain: tuple[GeminiStandIn, FakeBrain]
+) -> AsyncIterator[Server]:
+    gemini, _ = gemini_brain
+    async with DiscordStandIn(token=TOKEN) as discord:
+        alpha = discord.add_guild("Alpha")
+        alice = discord.add_user("alice", admin_in=[alpha.id])
+        bob = discord.add_user("bob")
+        staff_role = await discord.add_role(alpha, "staff")
+        await discord.set_roles(alpha, bob, [staff_role])
+        staff = await discord.add_text_channel(
+            alpha,
+            "staff-only",
+            overwrites=[
+                overwrite(alpha.id, deny=VIEW_CHANNEL),
+                overwrite(staff_role, allow=VIEW_CHANNEL),
+                overwrite(alpha.bot_role_id, allow=VIEW_CHANNEL),
+            ],
+        )
+        general, log_channel = alpha.channels["general"], alpha.channels["bot-log"]
+        settings = make_settings(
+            tmp_path,
+            database,
+            gemini_base_url=gemini.base_url,
+            embedding_model="gemini-embedding-001",
+            embedding_dimensions=768,
+        )
+        where = {"DATABASE_URL": database} if isinstance(database, str) else {"DATABASE_PATH": str(database)}
+        env = clean_env(
+            GEMINI_API_KEY="test-key",
+            GEMINI_BASE_URL=gemini.base_url,
+            GEMINI_MAX_RETRIES="1",
+            EMBEDDING_MODEL="gemini-embedding-001",
+            EMBEDDING_DIMENSIONS="768",
+            DISCORD_TOKEN=TOKEN,
+            DISCORD_API_BASE_URL=discord.api_base,
+            ADMIN_LOG_CHANNEL_ID=str(log_channel),
+            MCP_TOKEN=MCP_TOKEN,
+            **where,
+        )
+        scope = f"guild:{alpha.id}"
+        facts, episodes = await seed(settings, scope, str(bob["id"]), str(alice["id"]), general, staff)
+        yield Server(
+            discord, env, scope, general, staff, log_channel, str(bob["id"]), str(alice["id"]), facts,
+            episodes, database, settings,
+        )  # fmt: skip
+
+
+async def seed(
+    settings: Any, scope: str, bob: str, alice: str, general: int, staff: int
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The facts and conversations of the module's docstring, embedded by the model stand-in."""
+    service = await open_memory(settings)
+
+    def fact(user: str, name: str, text: str, channel: int, **more: Any) -> NewFact:
+        message = str(next(_ids))
+        origins = {message: Origin(str(channel))}
+        return NewFact(more.pop("scope", scope), user, name, text, [message], origins=origins, **more)
+
+    try:
+        await service.import_facts(
+            [
+                fact(bob, "bob", "bob likes hiking", general),
+                fact(bob, "bob", "bob works on project Falcon", staff),
+                fact(bob, "bob", "bob has diabetes", general, sensitive=True),
+                fact(bob, "bob", "bob lives in Oslo", 123, scope="dm"),
+                fact(alice, "alice", "alice likes tea", general),
+            ]
+        )
+        known = await service.export_facts(scope, None) + await service.export_facts("dm", None)
+        facts = {f.text.split()[-1].lower(): f.id for f in known}
+        episodes = {}
+        for name, channel, summary in (
+            ("general", general, "The channel planned a hiking trip to the lake on Saturday."),
+            ("staff", staff, "The staff discussed the secret launch date of Falcon."),
+        ):
+            said = BufferedMessage(str(next(_ids)), scope, str(channel), bob, "bob", summary, iso(utcnow()))
+            await service.store.call(Storage.buffer_messages, [(said, 0.0)])
+            [vector] = await service.embed_queries([summary])
+            episode = NewEpisode(
+                scope, said.origin, summary, said.created_at, said.created_at,
+                {said.message_id: bob}, embedding=vector,
+            )  # fmt: skip
+            await service.store.call(
+                Storage.apply_flush,
+                [],
+                episodes=[episode],
+                consumed_message_ids=[said.message_id],
+                read_texts={said.message_id: summary},
+            )
+            [stored] = await service.list_episodes(scope, channel_ids=[str(channel)])
+            episodes[name] = stored.id
+    finally:
+        await service.close(record_usage=False)
+    return facts, episodes
+
+
+def answer(result: Any) -> dict[str, Any]:
+    """A tool call's answer as JSON (its text content), after checking it is no error."""
+    assert not result.is_error, result.content
+    data: dict[str, Any] = json.loads(result.content[0].text)
+    return data
+
+
+def error(result: Any) -> str:
+    assert result.is_error
+    text: str = result.content[0].text
+    assert "Traceback" not in text and 'File "' not in text
+    return text
+
+
+def texts(data: dict[str, Any]) -> str:
+    return json.dumps(data)
+
+
+async def log_lines(s: Server, needle: str) -> str:
+    """The admin log of the server, once a line containing `needle` is there."""
+
+    async def posted() -> bool:
+        return any(needle in m["content"] for m in s.discord.bot_messages(s.log_channel))
+
+    await eventually(posted, what=f"an admin-log line with {needle!r}")
+    return "\n".join(m["content"] for m in s.discord.bot_messages(s.log_channel))
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(s: Server, tmp_path: Path, *args: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "bot", "mcp", *args], env=s.env, cwd=str(tmp_path)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_a_channel_session_over_stdio_never_returns_staff_dm_or_sensitive_facts(
+    server: Server, tmp_path: Path
+) -> None:
+    s = server
+    async with stdio_session(s, tmp_path, "--channel", str(s.general)) as session:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools == {"recall", "get", "recap"}  # no remember or forget for a channel's readers
+
+        found = answer(
+            await session.call_tool(
+                "recall", {"query": "hiking Falcon diabetes Oslo tea", "people": ["bob", "alice"]}
+            )
+        )
+        shown = texts(found)
+        assert "bob likes hiking" in shown and "alice likes tea" in shown and "#general" in shown
+        assert "Falcon" not in shown and "diabetes" not in shown and "Oslo" not in shown
+
+        every = [f"f{i}" for i in s.facts.values()] + [f"e{i}" for i in s.episodes.values()]
+        full = answer(await session.call_tool("get", {"ids": every}))
+        assert sorted(r["id"] for r in full["results"]) == sorted(
+            [f"f{s.facts['hiking']}", f"f{s.facts['tea']}", f"e{s.episodes['general']}"]
+        )
+        assert "Falcon" not in texts(full) and "diabetes" not in texts(full)
+        [hiking] = [r for r in full["results"] if r["id"] == f"f{s.facts['hiking']}"]
+        assert hiking["text"] == "bob likes hiking" and hiking["sources"][0]["link"].startswith("https://")
+
+        recap = answer(await session.call_tool("recap", {}))
+        assert [c["id"] for c in recap["conversations"]] == [f"e{s.episodes['general']}"]
+        server_memory = answer(await session.call_tool("recall", {"query": "launch date trip"}))
+        assert "Falcon" not in texts(server_memory)
+
+        assert "not an id" in error(await session.call_tool("get", {"ids": ["bogus"]}))
+        assert "query" in error(await session.call_tool("recall", {"people": ["bob"]}))
+        assert "since" in error(await session.call_tool("recall", {"query": "x", "since": "someday"}))
+        assert "carol" in error(await session.call_tool("recall", {"query": "x", "people": ["carol"]}))
+        assert "remember" in error(await session.call_tool("remember", {"text": "I like tea"}))
+    lines = await log_lines(s, "An MCP client for #general looked up memory")
+    assert "An MCP client for #general read 2 facts" in lines
+    assert "hiking" not in lines and "tea" not in lines  # the log names ids, never texts
+
+
+@contextlib.asynccontextmanager
+async def http_server(s: Server, tmp_path: Path, *args: str) -> AsyncIterator[str]:
+    """`python -m bot mcp --http` on a free port; its URL once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "mcp", "--http", "--port", str(port), *args,
+        cwd=tmp_path, env=s.env, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def listening() -> bool:
+        assert proc.returncode is None, (await proc.stderr.read()).decode() if proc.stderr else ""
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return True
+        return False
+
+    try:
+        await eventually(listening, timeout=30, what="the MCP server to listen")
+        yield url
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 15)
+
+
+async def test_a_person_session_over_http_reads_and_changes_only_that_persons_facts(
+    server: Server, tmp_path: Path
+) -> None:
+    s = server
+    async with http_server(s, tmp_path, "--user", s.bob, "--scope", s.scope) as url:
+        async with aiohttp.ClientSession() as http:
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            async with http.post(url, json=hello) as refused:
+                assert refused.status == 401
+            wrong = {"Authorization": "Bearer nope"}
+            async with http.post(url, json=hello, headers=wrong) as refused:
+                assert refused.status == 401
+
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {MCP_TOKEN}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            found = texts(
+                answer(await session.call_tool("recall", {"query": "diabetes hiking Falcon tea Oslo"}))
+            )
+            assert "bob has diabetes" in found and "bob works on project Falcon" in found
+            assert "alice" not in found and "Oslo" not in found  # not another's, not another scope's
+            assert "only the facts of bob" in error(
+                await session.call_tool("recall", {"query": "tea", "people": ["alice"]})
+            )
+            alices = f"f{s.facts['tea']}"
+            assert answer(await session.call_tool("get", {"ids": [alices]}))["not_found"] == [alices]
+            recap = answer(await session.call_tool("recap", {}))  # bob reads #staff-only: both
+            assert {c["id"] for c in recap["conversations"]} == {f"e{i}" for i in s.episodes.values()}
+
+            stored = answer(await session.call_tool("remember", {"text": "I play the oboe"}))
+            [oboe] = stored["stored"]
+            assert oboe["text"] == "bob plays the oboe"
+            gone = answer(await session.call_tool("forget", {"ids": [oboe["id"], alices]}))
+            assert gone == {"forgotten": [oboe["id"]], "not_found": [alices]}
+            assert "ids is empty" in error(await session.call_tool("forget", {"ids": []}))
+    store = await AsyncStore.open(
+        s.settings.database_location, embedding_model="gemini-embedding-001", dimensions=768
+    )
+    try:
+        assert await store.call(Storage.get_fact, int(oboe["id"][1:])) is None
+        assert not [f for f in await store.call(Storage.export_facts, s.scope, s.bob) if "oboe" in f.text]
+        assert await store.call(Storage.keyword_search, s.scope, s.bob, "oboe", 5) == []
+        assert await store.call(Storage.get_fact, s.facts["tea"]) is not None  # alice's stays
+    finally:
+        await store.close()
+    lines = await log_lines(s, "forgot 1 fact")
+    assert "An MCP client for bob remembered 1 fact" in lines and "oboe" not in lines
+
+
+async def test_http_is_refused_without_a_token_and_a_session_needs_an_audience(
+    server: Server, tmp_path: Path
+) -> None:
+    no_token = {k: v for k, v in server.env.items() if k != "MCP_TOKEN"}
+    code, _, err = await run_cli(
+        "mcp", "--http", "--channel", str(server.general), env=no_token, cwd=tmp_path
+    )
+    assert code == 1 and "MCP_TOKEN is not set" in err
+    code, _, err = await run_cli("mcp", env=server.env, cwd=tmp_path)
+    assert code == 2 and "one of the arguments --channel --user --terminal is required" in err
+    code, _, err = await run_cli("mcp", "--user", server.bob, env=server.env, cwd=tmp_path)
+    assert code == 1 and "--user needs --scope" in err
+    assert "Traceback" not in err

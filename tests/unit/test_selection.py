@@ -1,0 +1,213 @@
+"""Selection, then writing: the model answers line ids, the bot writes the facts (scripted answers)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from bot.memory.extract import SELECT, extract_chunk
+from bot.memory.models import COMMUNITY_ID, BufferedMessage
+from bot.memory.ports import ModelBadAnswer, Purpose
+from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
+from bot.memory.selection import own_clauses
+from tests.unit.test_extract import NOW
+
+T = TypeVar("T", bound=BaseModel)
+ANA, BEN, BOT = "501", "502", "599"
+NAMES = {ANA: "Ana", BEN: "Ben", BOT: "Memo"}
+
+
+def said(n: int, author: str, text: str) -> BufferedMessage:
+    return BufferedMessage(
+        message_id=str(9000 + n),
+        scope="guild:1",
+        channel_id="c1",
+        author_id=author,
+        author_name=NAMES[author],
+        content=text,
+        created_at=f"2026-11-24T14:{n:02d}:00Z",
+        is_bot=author == BOT,
+    )
+
+
+class Answers:
+    """A model answering the selection call with `selection` and the rewrite call with `rewrite`,
+    recording each call's task, prompt and token limit."""
+
+    def __init__(self, selection: Any, rewrite: Any = None) -> None:
+        self.answers = {SELECT_TASK: selection, REWRITE_TASK: rewrite}
+        self.calls: list[tuple[str, str, int | None]] = []
+
+    async def generate_json(
+        self,
+        purpose: Purpose,
+        *,
+        system: str,
+        prompt: str,
+        schema: type[T],
+        max_output_tokens: int | None = None,
+    ) -> T:
+        task = system.splitlines()[0]
+        self.calls.append((task, prompt, max_output_tokens))
+        try:
+            return schema.model_validate(self.answers[task])
+        except ValidationError as exc:
+            raise ModelBadAnswer(f"off the schema: {exc}", purpose=purpose, retryable=True) from exc
+
+
+async def facts_of(chunk: list[BufferedMessage], model: Answers) -> dict[str, list[str]]:
+    found = await extract_chunk(model, chunk, NOW, mode=SELECT)
+    by_person: dict[str, list[str]] = {}
+    for fact in found.facts:
+        by_person.setdefault(fact.user_id, []).append(fact.text)
+    return by_person
+
+
+async def test_the_bot_writes_the_chosen_lines_first_person_clauses_in_one_call() -> None:
+    chunk = [
+        said(1, ANA, "hi all! new here, I live in Porto"),
+        said(2, BEN, "welcome Ana! I'm Ben, I work as a carpenter and I play the cello."),
+        said(3, ANA, "nice weather"),
+        said(4, BOT, "Ben, you mentioned you're a vegan chef, right?"),
+    ]
+    model = Answers({"self": ["m1", "m2", 4, "m9"]})
+    facts = await facts_of(chunk, model)
+    assert facts == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter", "Ben plays the cello"]}
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]  # nothing needed a model's writing
+
+
+async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
+    chunk = [
+        said(1, ANA, "I live in Porto"),
+        said(2, BEN, "playing the cello in an orchestra these days"),
+        said(3, ANA, "j'habite à Porto depuis 2019"),
+        said(4, BEN, "my favourite food is pierogi"),
+    ]
+    rewrite = {
+        "facts": [{"speaker": "Ben", "text": "Ben plays the cello in an orchestra", "sources": ["m2"]}]
+    }
+    model = Answers({"self": ["m1", "m2", "m4"]}, rewrite)
+    facts = await facts_of(chunk, model)
+    assert facts == {
+        ANA: ["Ana lives in Porto"],
+        BEN: ["Ben's favourite food is pierogi", "Ben plays the cello in an orchestra"],
+    }
+    (_, _, selection_limit), (task, prompt, limit) = model.calls
+    assert task == REWRITE_TASK
+    assert "m2 " in prompt and "cello" in prompt
+    assert "Porto" not in prompt and "pierogi" not in prompt and "m1 " not in prompt  # only that line
+    assert limit is not None and selection_limit is not None and limit < selection_limit
+
+
+async def test_what_the_rewrite_writes_is_judged_like_any_proposal() -> None:
+    chunk = [said(1, ANA, "Ben told me he's moving to Canada"), said(2, BEN, "eu moro em Lisboa")]
+    rewrite = {
+        "facts": [
+            {"speaker": "Ana", "text": "Ben is moving to Canada", "sources": ["m1"]},  # about another
+            {"speaker": "Ben", "text": "Ben mora em Lisboa", "sources": ["m2"]},
+        ]
+    }
+    facts = await facts_of(chunk, Answers({"self": ["m1", "m2"]}, rewrite))
+    assert facts == {BEN: ["Ben mora em Lisboa"]}
+
+
+async def test_secrets_moods_hearsay_sensitive_lines_and_questions_chosen_by_the_model_are_not_stored() -> (
+    None
+):
+    chunk = [
+        said(1, ANA, "my wifi password is Tulip-4482"),
+        said(2, BEN, "I'm so tired today"),
+        said(3, ANA, "I think Ben is moving to Canada"),
+        said(4, BEN, "I have diabetes"),
+        said(5, ANA, "We just adopted a puppy! Any tips?"),
+        said(6, BEN, "I adopted a puppy. Should I get a second one?"),
+    ]
+    rewrite = {
+        "facts": [{"speaker": "Ana", "text": "Ana just adopted a puppy. Any tips?", "sources": ["m5"]}]
+    }
+    model = Answers({"self": ["m1", "m2", "m3", "m4", "m5", "m6"], "sensitive": ["m4"]}, rewrite)
+    facts = await facts_of(chunk, model)
+    assert facts == {ANA: ["Ana just adopted a puppy."], BEN: ["Ben adopted a puppy"]}
+    rewritten = model.calls[1][1]
+    assert "puppy" in rewritten and "Tulip" not in rewritten and "diabetes" not in rewritten
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {},
+        {"properties": {"self": {"type": "array"}}},
+        {"lines": [{"x": 1}]},
+        {"self": ["Ana lives in Porto"]},
+    ],
+)
+async def test_a_selection_off_the_schema_is_unusable_never_nothing_said(answer: Any) -> None:
+    with pytest.raises(ModelBadAnswer):
+        await facts_of([said(1, ANA, "I live in Porto")], Answers(answer))
+
+
+def test_common_answer_shapes_read_as_line_ids() -> None:
+    read = SelectionResult.model_validate({"ids": [3, "M4"], "sensitive": ["m4"], "community": ["m5"]})
+    assert [(line.id, line.kind) for line in read.lines] == [
+        ("m4", "sensitive"),
+        ("m5", "community"),
+        ("m3", "self"),
+    ]
+    objects = SelectionResult.model_validate({"lines": [3, {"message_id": "m5", "category": "server"}]})
+    assert [(line.id, line.kind) for line in objects.lines] == [("m5", "community"), ("m3", "self")]
+    assert SelectionResult.model_validate({"self": []}).lines == []  # nothing durable said: a valid answer
+
+
+async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_it_speaks_as_we() -> None:
+    chunk = [
+        said(1, ANA, "Game night is every Friday at 20:00 in the voice channel"),
+        said(2, BEN, "we decided the tournament moves to Saturdays"),
+    ]
+    rewrite = {"facts": [], "community": [{"text": "The tournament moves to Saturdays", "sources": ["m2"]}]}
+    model = Answers(
+        {"lines": [{"id": "m1", "kind": "community"}, {"id": "m2", "kind": "community"}]}, rewrite
+    )
+    found = await extract_chunk(model, chunk, NOW, mode=SELECT)
+    assert sorted(f.text for f in found.facts if f.user_id == COMMUNITY_ID) == [
+        "Game night is every Friday at 20:00 in the voice channel",
+        "The tournament moves to Saturdays",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("hello! Dev here, I live in Tartu", ["I live in Tartu"]),
+        ("I'm Ben", []),
+        ("btw I live in Oslo, and my dog is Rex.", ["I live in Oslo", "my dog is Rex"]),
+        ("I'm allergic to peanuts, so no satay for me", ["I'm allergic to peanuts, so no satay for me"]),
+        ("Rex is my dog, by the way", None),
+        ("ich wohne in Graz", None),
+        ("I heard the new album is great", []),
+        ("in the evenings I play the cello", ["I play the cello in the evenings"]),
+        ("ok, I'll check it later", []),
+        ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
+        ("I'm not sure about that one", []),
+        ("I agree, I want a new bike", []),
+        (
+            "I work as a nurse, so my hours are all over the place",
+            ["I work as a nurse, so my hours are all over the place"],
+        ),
+    ],
+)
+def test_the_clauses_the_bot_writes_itself(text: str, clauses: list[str] | None) -> None:
+    names = {"dev", "ben", "ana"}
+    assert own_clauses(text, "Dev", names) == clauses
+
+
+async def test_a_selection_of_nearly_every_line_sends_none_to_a_model() -> None:
+    chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 12)]
+    chunk.append(said(12, ANA, "I live in Porto"))
+    model = Answers({"self": [f"m{n}" for n in range(1, 13)]}, {"facts": []})
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"]}
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]
+    fewer = Answers({"self": ["m1", "m12"]}, {"facts": []})  # a choice: the line it cannot write is asked
+    await facts_of(chunk, fewer)
+    assert [task for task, _, _ in fewer.calls] == [SELECT_TASK, REWRITE_TASK]
