@@ -318,7 +318,9 @@ def build_postgres(
     """
     meta_path = CACHE / f"recall_v{GENERATOR_VERSION}_{ds.n}.pg.json"
     if meta_path.exists() and not rebuild and server.exists(PG_DATABASE):
-        return json.loads(meta_path.read_text()) | {"cached": True}
+        meta = _migrate_cached(ds, server, json.loads(meta_path.read_text()))
+        meta_path.write_text(json.dumps(meta, indent=2))
+        return meta | {"cached": True}
     meta_path.unlink(missing_ok=True)
     url = server.create(PG_DATABASE, replace=True)
     vectors, texts = data.get()
@@ -351,6 +353,7 @@ def build_postgres(
     raw.execute("CHECKPOINT")
     vacuum_seconds = time.perf_counter() - vacuum_started
     checked = _check_postgres(ds, store, vectors, texts, first)
+    store_version = store.health()["schema_version"]
     store.close()
     size = server.database_bytes(PG_DATABASE)
     bulk = ds.n - first
@@ -365,9 +368,24 @@ def build_postgres(
         "bytes_per_fact": round(size / ds.n),
         "checked_facts": checked,
         "server": server.settings(),
+        "schema_version": store_version,
     }
     meta_path.write_text(json.dumps(meta, indent=2))
     return meta | {"cached": False}
+
+
+def _migrate_cached(ds: Dataset, server: pg.PgServer, meta: dict[str, Any]) -> dict[str, Any]:
+    """A cached database built by an older schema: the store migrates it as it would a user's, then it is
+    vacuumed as a build is (a rewritten table has no visibility map yet), and its size measured again."""
+    store: Any = open_storage(server.url(PG_DATABASE), embedding_model=MODEL, dimensions=DIM)
+    version = store.health()["schema_version"]
+    if meta.get("schema_version") != version:
+        store.conn.raw.execute("VACUUM (ANALYZE)")
+        store.conn.raw.execute("CHECKPOINT")
+        size = server.database_bytes(PG_DATABASE)
+        meta |= {"schema_version": version, "database_bytes": size, "bytes_per_fact": round(size / ds.n)}
+    store.close()
+    return meta
 
 
 def _people_in(ds: Dataset, batch: np.ndarray) -> set[int]:
@@ -440,7 +458,7 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
     them), its words (equal to `to_tsvector('simple', fold(text))`, what the store indexes), its one
     source and its one 'added' event. Raises if any differs.
     """
-    from bot.storage.postgres.search import vector_text
+    from bot.storage.postgres.connection import Vector
 
     rng = np.random.default_rng([SEED, 5, ds.n])
     sample = sorted(
@@ -461,7 +479,7 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
             "(SELECT name FROM users AS u WHERE u.scope = f.scope AND u.user_id = f.user_id) "
             "FROM facts AS f JOIN fact_vectors AS v ON v.fact_id = f.id JOIN fact_words AS w ON w.fact_id = f.id "
             "WHERE f.id = %s",
-            (vector_text(vectors[g].tolist()), fold(texts[g]), fid),
+            (Vector(vectors[g].tolist()), fold(texts[g]), fid),
         ).fetchone()
         want = (
             scope,

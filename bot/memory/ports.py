@@ -240,6 +240,21 @@ class Storage(Protocol):
         """Active facts of one person matching informative words of `text` (not those in `ignore`), best first."""
         ...
 
+    def person_hits(
+        self,
+        scope: str,
+        user_id: str,
+        vector: Sequence[float] | None,
+        text: str,
+        *,
+        pool: int,
+        max_distance: float | None,
+        ignore: Iterable[str] = (),
+    ) -> tuple[list[tuple[Fact, float]], list[Fact]]:
+        """`knn(..., pool, max_distance)` and `keyword_search(..., pool, ignore=...)` of one person at once
+        (none without a vector, none without text), as recall reads them."""
+        ...
+
     def facts_by_text(
         self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
     ) -> dict[str, Fact]:

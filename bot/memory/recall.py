@@ -251,10 +251,10 @@ def gather_hits(
         if uid in recent:
             out[uid] = ([], store.recent_facts(scope, uid, newest))
             continue
-        vector_hits = store.knn(scope, uid, vector, pool, max_distance) if vector is not None else []
         ignore = name_words((names or {}).get(uid, ""))
-        keyword_hits = store.keyword_search(scope, uid, query, pool, ignore=ignore) if query else []
-        out[uid] = (vector_hits, keyword_hits)
+        out[uid] = store.person_hits(
+            scope, uid, vector, query, pool=pool, max_distance=max_distance, ignore=ignore
+        )
     return out
 
 

@@ -48,6 +48,42 @@ def test_knn_finds_a_persons_own_facts_when_10000_other_vectors_are_closer(store
     assert [f.id for f, _ in store.knn("guild:1", "alice", query, 5, max_distance=0.25)] == expected[:3]
 
 
+def alice_and_bees(store: Store) -> None:
+    """Alice's facts about bees (one with sources said in a channel and a private thread, one without a
+    source, one superseded), one about chess, and Bob's about bees."""
+    bees = fact("guild:1", "alice", "Alice keeps bees in Lyon", angled(10), ["m1", "m2"])
+    bees.origins = said_in("c1", "m1") | said_in("t1", "m2", parent="c1", private=True)
+    store.add_facts(
+        [
+            bees,
+            fact("guild:1", "alice", "Alice sells honey from her bees", angled(30), ["m3"]),
+            fact("guild:1", "alice", "Alice plays chess with bees watching", angled(80), ["m4"]),
+            fact("guild:1", "alice", "Alice dreams of bees", angled(50)),
+            fact("guild:1", "bob", "Bob keeps bees too", angled(5), ["m5"]),
+        ]
+    )
+    [paris] = store.add_facts([fact("guild:1", "alice", "Alice kept bees in Paris", angled(20), ["m6"])])
+    merge(store, paris, "Alice kept bees in Paris, now hives", "m7")
+
+
+@pytest.mark.parametrize("pool", [2, 20])
+def test_a_persons_hits_are_what_knn_and_keyword_search_find(store: Store, pool: int) -> None:
+    """`person_hits` (one statement on PostgreSQL) returns the facts, distances, sources and keyword
+    ranking that `knn` and `keyword_search` return apart, with or without a vector, words or a cut."""
+    alice_and_bees(store)
+    for vector in (unit(1.0), None):
+        for text in ("who keeps bees or hives in Lyon?", "", "and the of"):
+            for cut in (None, 0.3):
+                hits = store.person_hits(
+                    "guild:1", "alice", vector, text, pool=pool, max_distance=cut, ignore=["alice"]
+                )
+                near = store.knn("guild:1", "alice", vector, pool, cut) if vector else []
+                matched = store.keyword_search("guild:1", "alice", text, pool, ignore=["alice"])
+                assert hits == (near, matched), (vector, text, cut)
+    [(bees, _)] = store.person_hits("guild:1", "alice", unit(1.0), "", pool=1, max_distance=None)[0]
+    assert [s.origin for s in bees.sources] == [Origin("c1"), Origin("t1", "c1", True)]
+
+
 def test_scopes_never_leak(store: Store) -> None:
     v = unit(1.0)
     store.add_facts(

@@ -379,3 +379,75 @@ def test_a_connection_the_server_dropped_is_opened_again_on_the_next_call(
         assert store.get_state("k") == "after" and store.conn.raw.info.backend_pid != pid
     finally:
         store.close()
+
+
+VECTORS_IN_ROWS = next(m for m in MIGRATIONS if m.name.endswith("_vectors_in_their_rows.sql"))
+
+
+def chunks_out_of_line(store: Store) -> int:
+    """How many TOAST chunks fact_vectors has: vectors kept out of their rows."""
+    [toast] = store.conn.execute(
+        "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'fact_vectors'::regclass"
+    ).fetchone()
+    count: int = store.conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0]
+    return count
+
+
+def test_a_database_with_vectors_in_toast_gets_them_into_their_rows(
+    postgres_url: str,
+) -> None:
+    """A database from before `vectors_in_their_rows` kept a 768-dim vector out of line; migrating brings it
+    into its row, equal, still found."""
+    wide = [0.01 * (i % 7 - 3) for i in range(768)]
+    text = "[" + ",".join(map(repr, wide)) + "]"
+    with psycopg.connect(postgres_url, autocommit=True) as old:
+        old.execute("CREATE TABLE schema_version (version integer PRIMARY KEY, file text NOT NULL)")
+        for migration in MIGRATIONS[: VECTORS_IN_ROWS.number - 1]:
+            for statement in migration.statements:
+                old.execute(statement)  # type: ignore[call-overload]
+            old.execute("INSERT INTO schema_version VALUES (%s, %s)", (migration.number, migration.name))
+        old.execute(
+            "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+            "VALUES (1, 'dm', 'alice', 'Alice keeps bees', 'a', 'a')"
+        )
+        old.execute("INSERT INTO fact_vectors VALUES (1, 'dm', 'alice', %s::vector)", (text,))
+    store = Store.open(postgres_url, embedding_model="fake-embedding", dimensions=768)
+    try:
+        assert chunks_out_of_line(store) == 0
+        [(bees, distance)] = store.knn("dm", "alice", wide, 5)
+        assert bees.text == "Alice keeps bees" and distance == pytest.approx(0.0, abs=1e-6)
+        assert store.conn.execute("SELECT embedding = ?::vector FROM fact_vectors", (text,)).fetchone() == (
+            True,
+        )
+        # A vector too wide for a row still goes out of line, where STORAGE PLAIN would refuse the row.
+        store.conn.execute(
+            "INSERT INTO facts (id, scope, user_id, text, recorded_at, updated_at) "
+            "VALUES (2, 'dm', 'alice', 'Alice hums', 'a', 'a')"
+        )
+        store.conn.execute(
+            "INSERT INTO fact_vectors VALUES (2, 'dm', 'alice', ?::vector)",
+            ("[" + ",".join(["0.5"] * 3072) + "]",),
+        )
+        assert chunks_out_of_line(store) > 0
+    finally:
+        store.close()
+
+
+def test_a_persons_hits_are_one_round_trip(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vector pool, keyword matches, their facts and sources and the person's count: one statement."""
+    store = open_store(postgres_url)
+    store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor: psycopg.Cursor[object], query: str, *args: object, **kwargs: object) -> object:
+        statements.append(query)
+        return execute(cursor, query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    near, matched = store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
+    monkeypatch.undo()
+    assert [f.text for f, _ in near] == [f.text for f in matched] == ["Alice keeps bees"]
+    assert matched[0].source_message_ids == ("m1",)
+    assert len(statements) == 1
+    store.close()

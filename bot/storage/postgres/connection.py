@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import struct
+import sys
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 from psycopg.rows import dict_row
 
 from bot.storage.errors import DatabaseError
@@ -80,12 +85,41 @@ def describe_error(url: str, exc: BaseException) -> str:
     return f"PostgreSQL: {first}"
 
 
+class Vector:
+    """A vector as a statement's parameter, sent in pgvector's binary format (see `VectorDumper`)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+
+
+class VectorDumper(Dumper):
+    """pgvector's binary input: the width and a reserved 0 (16 bits each), then big-endian float32s.
+
+    Nothing is formatted as text for the server to parse again (768 numbers cost more to print than a
+    search takes to run). The parameter's type is left to the statement (oid 0): a `vector` column or a
+    `::vector` cast, whose binary input (vector_recv) checks the values as the text input does.
+    """
+
+    format = Format.BINARY
+
+    def dump(self, obj: Vector) -> bytes:
+        floats = array("f", obj.values)
+        if sys.byteorder == "little":
+            floats.byteswap()
+        return struct.pack(">HH", len(floats), 0) + floats.tobytes()
+
+
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
-    """An autocommit connection (transactions are explicit); any failure is a DatabaseError saying what to do."""
+    """An autocommit connection (transactions are explicit) that sends `Vector`s in binary; any failure is
+    a DatabaseError saying what to do."""
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memory-bot")
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memory-bot")
     except psycopg.Error as exc:
         raise DatabaseError(describe_error(url, exc)) from exc
+    conn.adapters.register_dumper(Vector, VectorDumper)
+    return conn
 
 
 @functools.lru_cache(maxsize=1024)

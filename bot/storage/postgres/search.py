@@ -2,10 +2,14 @@
 
 Vector search is exact: `embedding <=> query ORDER BY ... LIMIT k` over the rows the (scope, user_id)
 index gives, one person's only, so no approximate index (HNSW, IVFFlat) is needed, and none could
-return fewer of a person's facts because other people's vectors were nearer. Keyword search matches
-the same stems as SQLite's as prefixes (`'liv':* | 'osl':*`) in `fact_words`, a tsvector of the fact's
-folded text under the 'simple' configuration (no language's stemming or stop words: any language
-works), restricted to the person; the shared code ranks the matches by BM25.
+return fewer of a person's facts because other people's vectors were nearer. The vectors are kept in
+their rows (migration `vectors_in_their_rows`) and the query vector is sent in pgvector's binary format (`Vector`).
+Keyword search matches the same stems as SQLite's as prefixes (`'liv':* | 'osl':*`) in `fact_words`, a
+tsvector of the fact's folded text under the 'simple' configuration (no language's stemming or stop
+words: any language works), restricted to the person; BM25 in Python ranks the matches.
+
+A recall's search of one person (`person_hits`) is one statement, one round trip: the vector pool, the
+keyword matches, those facts' rows and sources, and the person's count of active facts (BM25's N).
 
 `fact_words` has no GIN index on purpose: a search reads one person's rows through the (scope, user_id)
 index and matches their tsvectors there (a few hundred, cheap), and a GIN index keeps a word as a key
@@ -14,16 +18,16 @@ after its last fact is deleted (until a REINDEX), so a forgotten fact's words wo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bot.memory.models import Fact, Source
 from bot.memory.text import fold
-from bot.storage.sql.database import Connected
-
-
-def vector_text(vector: Sequence[float]) -> str:
-    """A vector as pgvector's text input, `[0.1,0.2,...]`."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+from bot.storage.keywords import search_terms
+from bot.storage.postgres.connection import Vector
+from bot.storage.sql.database import Connected, Row
+from bot.storage.sql.rows import FACT_COLUMNS, fact_from, origin_from, select
+from bot.storage.sql.search import best_matches
 
 
 def ts_query(terms: Sequence[str]) -> str:
@@ -39,7 +43,7 @@ class PostgresSearch(Connected):
     LIKE = "ILIKE"  # LIKE is case-sensitive in PostgreSQL; SQLite's finds "tea" in "Tea"
 
     def _vector(self, vector: Sequence[float]) -> object:
-        return vector_text(vector)
+        return Vector(vector)
 
     def _index_words(self, fact_id: int, scope: str, user_id: str, text: str) -> None:
         self.conn.execute(
@@ -56,3 +60,107 @@ class PostgresSearch(Connected):
             "AND words @@ to_tsquery('simple', ?)",
             (scope, user_id, ts_query(terms)),
         )
+
+    def person_hits(
+        self,
+        scope: str,
+        user_id: str,
+        vector: Sequence[float] | None,
+        text: str,
+        *,
+        pool: int,
+        max_distance: float | None,
+        ignore: Iterable[str] = (),
+    ) -> tuple[list[tuple[Fact, float]], list[Fact]]:
+        """`knn` and `keyword_search` of one person, as the shared code answers them, in one statement."""
+        terms = search_terms(text, ignore=ignore) if text else []
+        if vector is None and not terms:
+            return [], []
+        sql, params = hits_statement(
+            scope, user_id, None if vector is None else Vector(vector), terms, pool, max_distance
+        )
+        rows = select(self.conn, sql, params)
+        facts = {r["id"]: fact_from(r, sources_in(r)) for r in rows}
+        near = sorted((r for r in rows if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
+        matched = [r for r in rows if r["matched"]]
+        total = rows[0]["total"] if rows else 0
+        return (
+            [(facts[r["id"]], r["distance"]) for r in near],
+            [facts[r["id"]] for r in best_matches(matched, terms, total, pool)],
+        )
+
+
+def hits_statement(
+    scope: str,
+    user_id: str,
+    vector: Vector | None,
+    terms: Sequence[str],
+    pool: int,
+    max_distance: float | None,
+) -> tuple[str, list[Any]]:
+    """The one statement of `person_hits`: a row per fact found, with its sources as arrays.
+
+    `distance`: the fact is in the vector pool (its `pool` nearest, within `max_distance`); `matched`: an
+    active fact holding one of the `terms`; `total`: the person's active facts (0 without terms).
+    """
+    parts: list[str] = []
+    params: list[Any] = []
+    if vector is not None:
+        within = "" if max_distance is None else " WHERE distance <= ?"
+        parts.append(
+            "near AS (SELECT fact_id, distance FROM (SELECT fact_id, embedding <=> ?::vector AS distance "
+            "FROM fact_vectors WHERE scope = ? AND user_id = ? ORDER BY distance, fact_id LIMIT ?) AS n"
+            f"{within})"
+        )
+        params += [vector, scope, user_id, pool, *([] if max_distance is None else [max_distance])]
+    if terms:
+        parts.append(
+            "matched AS (SELECT fact_id FROM fact_words WHERE scope = ? AND user_id = ? "
+            "AND words @@ to_tsquery('simple', ?))"
+        )
+        params += [scope, user_id, ts_query(terms)]
+    if vector is not None and terms:
+        hits = (
+            "SELECT coalesce(n.fact_id, m.fact_id) AS fact_id, n.distance, m.fact_id IS NOT NULL AS matched "
+            "FROM near AS n FULL JOIN matched AS m ON m.fact_id = n.fact_id"
+        )
+    elif vector is not None:
+        hits = "SELECT fact_id, distance, false AS matched FROM near"
+    else:
+        hits = "SELECT fact_id, NULL::double precision AS distance, true AS matched FROM matched"
+    total = "(SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?)" if terms else "0"
+    params += [scope, user_id] if terms else []
+    return (
+        f"WITH {', '.join(parts)}, hits AS ({hits}) "
+        f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
+        "s.message_ids, s.confirms, s.channel_ids, s.parent_channel_ids, s.private_threads "
+        "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN LATERAL ("
+        "SELECT array_agg(message_id ORDER BY message_id) AS message_ids, "
+        "array_agg(confirms ORDER BY message_id) AS confirms, "
+        "array_agg(channel_id ORDER BY message_id) AS channel_ids, "
+        "array_agg(parent_channel_id ORDER BY message_id) AS parent_channel_ids, "
+        "array_agg(private_thread ORDER BY message_id) AS private_threads "
+        "FROM fact_sources WHERE fact_id = f.id) AS s ON true",
+        params,
+    )
+
+
+def sources_in(row: Row) -> tuple[Source, ...]:
+    """A fact's sources from the arrays of its `hits_statement` row, in message order (as `sources_of`)."""
+    if row["message_ids"] is None:
+        return ()
+    return tuple(
+        Source(
+            message_id,
+            origin_from({"channel_id": channel, "parent_channel_id": parent, "private_thread": private}),
+            bool(confirms),
+        )
+        for message_id, confirms, channel, parent, private in zip(
+            row["message_ids"],
+            row["confirms"],
+            row["channel_ids"],
+            row["parent_channel_ids"],
+            row["private_threads"],
+            strict=True,
+        )
+    )

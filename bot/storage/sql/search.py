@@ -12,8 +12,18 @@ from collections.abc import Iterable, Sequence
 
 from bot.memory.models import Fact
 from bot.storage.keywords import bm25_order, search_terms
-from bot.storage.sql.database import Connected
+from bot.storage.sql.database import Connected, Row
 from bot.storage.sql.rows import FACT_COLUMNS, fact_from, facts_from, scalar, select
+
+
+def best_matches(rows: Sequence[Row], terms: Sequence[str], total: int, k: int) -> list[Row]:
+    """The `k` rows (of FACT_COLUMNS) whose text best matches `terms` by BM25 over a person's `total` active
+    facts; equal scores, oldest fact first, whatever order the database returned them in."""
+    if not rows:
+        return []
+    by_id = sorted(rows, key=lambda r: r["id"])
+    order = bm25_order([r["text"] for r in by_id], terms, max(total, len(by_id)))
+    return [by_id[i] for i in order[:k]]
 
 
 class Search(Connected):
@@ -55,12 +65,29 @@ class Search(Connected):
         )
         if not rows:
             return []
-        rows.sort(key=lambda r: r["id"])  # equal scores: oldest fact first, whatever order the database chose
         total = scalar(
             self.conn, "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
         )
-        ranked = [rows[i] for i in bm25_order([r["text"] for r in rows], terms, max(total, len(rows)))]
-        return facts_from(self.conn, ranked[:k])
+        return facts_from(self.conn, best_matches(rows, terms, total, k))
+
+    def person_hits(
+        self,
+        scope: str,
+        user_id: str,
+        vector: Sequence[float] | None,
+        text: str,
+        *,
+        pool: int,
+        max_distance: float | None,
+        ignore: Iterable[str] = (),
+    ) -> tuple[list[tuple[Fact, float]], list[Fact]]:
+        """What a recall reads for one person: `knn` (pool, max_distance) and `keyword_search` (pool).
+
+        No vector, no vector hits; no text, no keyword hits. A backend may answer both at once.
+        """
+        near = self.knn(scope, user_id, vector, pool, max_distance) if vector is not None else []
+        matched = self.keyword_search(scope, user_id, text, pool, ignore=ignore) if text else []
+        return near, matched
 
     def facts_by_text(
         self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False

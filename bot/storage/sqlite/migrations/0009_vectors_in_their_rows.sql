@@ -1,0 +1,2 @@
+-- A person's vectors are read from their rows. Nothing to do here: on PostgreSQL this keeps fact_vectors'
+-- vectors out of TOAST; SQLite keeps a vector's BLOB in its row (or its row's overflow pages) already.
