@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -100,11 +101,14 @@ def _cell(value: Any) -> str:
 def write_json(name: str, data: dict[str, Any], *, partial: bool = False) -> Path:
     """Write bench/results/<name>.json (<name>.partial.json for a --quick or reduced run); return its path.
 
-    A partial run must not overwrite the figures that docs/benchmarks.md quotes.
+    A partial run must not overwrite the figures that docs/benchmarks.md quotes. Every file says when
+    it was written and the load average then (`written`), so a figure quoted from it names its run.
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}{'.partial' if partial else ''}.json"
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    written = {"written": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_1_5_15": load}}
+    path.write_text(json.dumps({**written, **data}, indent=2, sort_keys=False) + "\n")
     return path
 
 
