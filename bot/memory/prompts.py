@@ -359,9 +359,10 @@ class SelectionResult(BaseModel):
 
     @property
     def lines(self) -> list[SelectedLine]:
-        """Every chosen line once, a line chosen as sensitive as such whatever else it was chosen as."""
+        """Every chosen line once: one chosen as sensitive as such whatever else it was chosen as, one
+        chosen as the speaker's and the server's as the speaker's (their own words, their own rules)."""
         chosen: dict[str, str] = {}
-        for kind, ids in (("sensitive", self.sensitive), ("community", self.community), ("self", self.own)):
+        for kind, ids in (("sensitive", self.sensitive), ("self", self.own), ("community", self.community)):
             for i in ids:
                 chosen.setdefault(i, kind)
         return [SelectedLine(id=i, kind=kind) for i, kind in chosen.items()]  # type: ignore[arg-type]

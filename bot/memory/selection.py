@@ -100,19 +100,18 @@ def write_selected(
 
     A bot line, an unknown id or a line chosen twice is skipped; a line about the server only counts
     with `community`. A "sensitive" line's facts are written with their flag, so that the checks refuse
-    them and keep their words out of the channel's episode. A kind under which nearly every line was
-    chosen (UNSELECTIVE_SHARE) tells nothing and is not followed: no line goes to a model then, and no
-    line is taken as sensitive or as the server's on its word (`durable.sensitive` still judges).
+    them and keep their words out of the channel's episode. An answer that lists nearly every line
+    under any kind (UNSELECTIVE_SHARE) is not choosing, and none of its lists is followed: the bot
+    reads every line for what it can write itself, no line goes to a model, and no line is sensitive
+    or the server's on the model's word (`durable.sensitive` still judges).
     """
     messages = {m.message_id: m for m in chunk}
     humans = {local for local, mid in local_ids.items() if mid in messages and not messages[mid].is_bot}
-    selection = selection.model_copy(
-        update={
-            kind: []
-            for kind, ids in (("sensitive", selection.sensitive), ("community", selection.community))
-            if not _telling(kind, ids, humans)
-        }
-    )
+    kinds = {"self": selection.own, "sensitive": selection.sensitive, "community": selection.community}
+    choosing = all([_telling(kind, ids, humans) for kind, ids in kinds.items()])
+    if not choosing:  # its other lists are no better: every line is read by the bot alone
+        every = sorted(humans, key=lambda local: int(local[1:]))
+        selection = SelectionResult.model_validate({"self": every, "episodes": selection.episodes})
     names = set().union(*(content_words(h) for h in handles.values())) if handles else set()
     written = Written()
     for line in selection.lines:
@@ -139,7 +138,7 @@ def write_selected(
             ExtractedFact(speaker=speaker, text=clause, sources=[line.id], sensitive=line.kind == "sensitive")
             for clause in clauses
         )
-    if not _telling("self", selection.own, humans):
+    if not choosing:
         written.rewrite = []
     return written
 

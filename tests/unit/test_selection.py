@@ -154,11 +154,11 @@ def test_common_answer_shapes_read_as_line_ids() -> None:
     read = SelectionResult.model_validate({"ids": [3, "M4"], "sensitive": ["m4"], "community": ["m5"]})
     assert [(line.id, line.kind) for line in read.lines] == [
         ("m4", "sensitive"),
-        ("m5", "community"),
         ("m3", "self"),
+        ("m5", "community"),
     ]
     objects = SelectionResult.model_validate({"lines": [3, {"message_id": "m5", "category": "server"}]})
-    assert [(line.id, line.kind) for line in objects.lines] == [("m5", "community"), ("m3", "self")]
+    assert [(line.id, line.kind) for line in objects.lines] == [("m3", "self"), ("m5", "community")]
     assert SelectionResult.model_validate({"self": []}).lines == []  # nothing durable said: a valid answer
 
 
@@ -254,3 +254,12 @@ async def test_a_selection_cut_off_at_its_budget_is_read_as_choosing_every_line(
 )
 def test_the_bots_own_floor_under_the_models_sensitive_mark(text: str, is_sensitive: bool) -> None:
     assert sensitive(text) is is_sensitive
+
+
+async def test_an_answer_listing_every_line_under_one_kind_is_not_followed_under_the_others() -> None:
+    chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 12)]
+    chunk += [said(12, ANA, "I live in Porto"), said(13, BEN, "I work as a carpenter")]
+    every = [f"m{n}" for n in range(1, 14)]
+    model = Answers({"self": ["m12"], "community": every}, {"facts": []})  # chose m12 and "everything"
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]
