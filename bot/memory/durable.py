@@ -85,7 +85,7 @@ def _luhn(digits: str) -> bool:
 
 _MOOD = (
     r"tired|exhausted|sleepy|knackered|hungry|starving|bored|stressed|annoyed|grumpy|cranky|hungover"
-    r"|sad|upset|angry|fed up|in a (?:good|bad) mood"
+    r"|sad|upset|angry|fed up|in an? (?:\w+ )?mood"
 )
 # "I'm so tired", "Ben is really bored", "Ana feels grumpy": how someone is, not who they are.
 _MOODS = re.compile(

@@ -74,6 +74,7 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|me|my|mine|we|we're|us|our|ours)\b", re.
 # chatter copied as facts (bench/quality.py, Qwen2.5 1.5B: 50 of 50 lines chosen, 19 sent to rewrite).
 UNSELECTIVE_SHARE = 0.8
 UNSELECTIVE_MIN_LINES = 10
+COUNTING_SHARE = 0.5  # ... and so does a run of consecutive lines longer than this share of them
 SELECT_BASE_TOKENS = 64
 SELECT_TOKENS_PER_LINE = 5
 SELECT_EPISODE_TOKENS = 320
@@ -144,12 +145,23 @@ def write_selected(
 
 
 def _telling(kind: str, ids: list[str], humans: set[str]) -> bool:
-    """Whether a kind's ids choose: not nearly every human line of a chunk large enough to tell."""
-    chosen = len(set(ids) & humans)
-    if len(humans) < UNSELECTIVE_MIN_LINES or chosen < UNSELECTIVE_SHARE * len(humans):
+    """Whether a kind's ids choose, in a chunk large enough to tell: not nearly every human line, and
+    no run of consecutive lines over half of them (the 1.5B model counted m3, m4 ... m31)."""
+    if len(humans) < UNSELECTIVE_MIN_LINES:
+        return True
+    chosen = set(ids) & humans
+    run = longest = 0
+    for local in sorted(humans, key=lambda local: int(local[1:])):
+        run = run + 1 if local in chosen else 0
+        longest = max(longest, run)
+    if len(chosen) < UNSELECTIVE_SHARE * len(humans) and longest <= COUNTING_SHARE * len(humans):
         return True
     log.info(
-        "the model chose %d of %d lines as %s, which tells nothing; not followed", chosen, len(humans), kind
+        "the model chose %d of %d lines as %s (%d in a row), which tells nothing; not followed",
+        len(chosen),
+        len(humans),
+        kind,
+        longest,
     )
     return False
 

@@ -125,11 +125,12 @@ async def test_secrets_moods_hearsay_sensitive_lines_and_questions_chosen_by_the
         said(4, BEN, "I have diabetes"),
         said(5, ANA, "We just adopted a puppy! Any tips?"),
         said(6, BEN, "I adopted a puppy. Should I get a second one?"),
+        said(7, BEN, "I'm in a terrible mood this morning"),
     ]
     rewrite = {
         "facts": [{"speaker": "Ana", "text": "Ana just adopted a puppy. Any tips?", "sources": ["m5"]}]
     }
-    model = Answers({"self": ["m1", "m2", "m3", "m4", "m5", "m6"], "sensitive": ["m4"]}, rewrite)
+    model = Answers({"self": ["m1", "m2", "m3", "m4", "m5", "m6", "m7"], "sensitive": ["m4"]}, rewrite)
     facts = await facts_of(chunk, model)
     assert facts == {ANA: ["Ana just adopted a puppy."], BEN: ["Ben adopted a puppy"]}
     rewritten = model.calls[1][1]
@@ -193,6 +194,10 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
         ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
         ("I'm not sure about that one", []),
         ("I agree, I want a new bike", []),
+        (
+            "I'm in a terrible mood this morning",
+            ["I'm in a terrible mood this morning"],
+        ),  # accept_facts refuses it
         (
             "I work as a nurse, so my hours are all over the place",
             ["I work as a nurse, so my hours are all over the place"],
@@ -263,3 +268,12 @@ async def test_an_answer_listing_every_line_under_one_kind_is_not_followed_under
     model = Answers({"self": ["m12"], "community": every}, {"facts": []})  # chose m12 and "everything"
     assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]
+
+
+async def test_a_selection_counting_a_run_of_lines_is_not_choosing() -> None:
+    chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 20)]
+    chunk += [said(20, ANA, "I live in Porto"), said(21, BEN, "I work as a carpenter")]
+    counted = Answers({"self": ["m20"], "community": [f"m{n}" for n in range(3, 15)]}, {"facts": []})
+    assert await facts_of(chunk, counted) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
+    few = Answers({"self": ["m20"], "community": ["m3", "m4", "m5"]}, {"facts": []})  # a choice: followed
+    assert await facts_of(chunk, few) == {ANA: ["Ana lives in Porto"]}
