@@ -337,11 +337,11 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
     usage = models.usage.snapshot()
     pending = await service.store.call(Store.count_pending)
     await service.close()
-    raw = [  # what the model proposed: facts it wrote, and lines it chose (EXTRACTION_MODE=select)
-        {"user_id": str(f.get("user_id")), "text": f.get("text", "") or f"line {f.get('id')}"}
-        for call in recorder.calls
-        if call["purpose"] == "extract" and "answer" in call
-        for f in call["answer"].get("facts", call["answer"].get("lines", []))
+    answers = [call["answer"] for call in recorder.calls if call["purpose"] == "extract" and "answer" in call]
+    raw = [  # the facts the model wrote (with EXTRACTION_MODE=select, only the rewrite call's)
+        {"user_id": str(f.get("user_id")), "text": f.get("text", "")}
+        for a in answers
+        for f in a.get("facts", [])
     ]
     return {
         "lines": lines,
@@ -382,6 +382,11 @@ def classify(person: str, text: str, truth: Truth) -> tuple[str, list[str]]:
             kind = "wrong_person" if trap.kind in WRONG_PERSON_KINDS else trap.kind
             return kind, [f"{trap.kind}:{speaker}"]
     return "unmatched", []
+
+
+def selected(calls: list[dict[str, Any]]) -> bool:
+    """Whether the run's extraction asked for a selection (its answers hold the chosen ids)."""
+    return any("own" in (call.get("answer") or {}) for call in calls if call["purpose"] == "extract")
 
 
 def score_chat(run: dict[str, Any]) -> dict[str, Any]:
@@ -456,7 +461,8 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
         "community_facts": len(run["proposed"]) - total,
         "raw_proposals": len(run["raw_proposals"]),
         "raw_classes": dict(raw_classes),
-        "refused_by_validation": len(run["raw_proposals"]) - total,
+        # With a selection (EXTRACTION_MODE=select) the bot writes facts too: no count of the model's refused.
+        "refused_by_validation": None if selected(run["calls"]) else len(run["raw_proposals"]) - total,
         "proposals": proposals,
         "changes": changes,
         "changes_by_kind": by_kind,
@@ -647,7 +653,7 @@ def report(results: dict[str, Any]) -> None:
                     ["facts matching nothing expected", c.get("unmatched", 0), s["proposed"], ""],
                     [
                         "model's facts refused by the bot's validation",
-                        s["refused_by_validation"],
+                        "-" if s["refused_by_validation"] is None else s["refused_by_validation"],
                         s["raw_proposals"],
                         "",
                     ],
@@ -830,7 +836,14 @@ def beside(runs: list[dict[str, Any]]) -> str:
         ("wrong-person facts", lambda r: chat(r, "wrong_person")),
         ("from questions/moods/hypotheticals", lambda r: classes(r, "question", "mood", "hypothetical")),
         ("holding the secret", lambda r: classes(r, "secret")),
-        ("refused by validation", lambda r: of(chat(r, "refused_by_validation"), chat(r, "raw_proposals"))),
+        (
+            "refused by validation",
+            lambda r: (
+                "-"
+                if chat(r, "refused_by_validation") is None
+                else of(chat(r, "refused_by_validation"), chat(r, "raw_proposals"))
+            ),
+        ),
         ("in the first person", lambda r: chat(r, "first_person")),
         ("expected changes right", lambda r: of(chat(r, "changes_right"), chat(r, "changes_expected"))),
         (
