@@ -202,9 +202,7 @@ async def _select(
         )
     except ModelCutOff:  # listing every line past its budget: as good as choosing every line
         log.info("the selection ran past its output budget; read as choosing every line")
-        humans = {m.message_id for m in chunk if not m.is_bot}
-        every = [local for local, mid in view.local_ids.items() if mid in humans]
-        selection = SelectionResult.model_validate({"self": every})
+        selection = SelectionResult.model_validate({"self": list(view.local_ids)})  # bot lines are skipped
     written = write_selected(selection, chunk, view.local_ids, view.handles, community=community)
     result = ExtractionResult(facts=written.facts, community=written.community, episodes=selection.episodes)
     if not written.rewrite:

@@ -107,12 +107,11 @@ def write_selected(
     or the server's on the model's word (`durable.sensitive` still judges).
     """
     messages = {m.message_id: m for m in chunk}
-    humans = {local for local, mid in local_ids.items() if mid in messages and not messages[mid].is_bot}
+    humans = [local for local, mid in local_ids.items() if mid in messages and not messages[mid].is_bot]
     kinds = {"self": selection.own, "sensitive": selection.sensitive, "community": selection.community}
     choosing = all([_telling(kind, ids, humans) for kind, ids in kinds.items()])
     if not choosing:  # its other lists are no better: every line is read by the bot alone
-        every = sorted(humans, key=lambda local: int(local[1:]))
-        selection = SelectionResult.model_validate({"self": every, "episodes": selection.episodes})
+        selection = SelectionResult.model_validate({"self": humans, "episodes": selection.episodes})
     names = set().union(*(content_words(h) for h in handles.values())) if handles else set()
     written = Written()
     for line in selection.lines:
@@ -144,14 +143,15 @@ def write_selected(
     return written
 
 
-def _telling(kind: str, ids: list[str], humans: set[str]) -> bool:
+def _telling(kind: str, ids: list[str], humans: list[str]) -> bool:
     """Whether a kind's ids choose, in a chunk large enough to tell: not nearly every human line, and
-    no run of consecutive lines over half of them (the 1.5B model counted m3, m4 ... m31)."""
+    no run of consecutive lines over half of them (the 1.5B model counted m3, m4 ... m31). `humans`
+    are the chunk's human lines in transcript order."""
     if len(humans) < UNSELECTIVE_MIN_LINES:
         return True
-    chosen = set(ids) & humans
+    chosen = set(ids) & set(humans)
     run = longest = 0
-    for local in sorted(humans, key=lambda local: int(local[1:])):
+    for local in humans:
         run = run + 1 if local in chosen else 0
         longest = max(longest, run)
     if len(chosen) < UNSELECTIVE_SHARE * len(humans) and longest <= COUNTING_SHARE * len(humans):
