@@ -452,6 +452,11 @@ class Storage(Protocol):
         """The (model, dimensions) the stored vectors were made with."""
         ...
 
+    def tidy_word_index(self, pages: int) -> bool:
+        """Fold the keyword index's pieces together, about `pages` pages of work per call; True while
+        there is more to fold. A backend whose index needs no upkeep answers False."""
+        ...
+
     def reembed_unfinished(self) -> bool: ...
 
     def begin_reembed(self, model: str, dimensions: int) -> int:

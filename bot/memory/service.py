@@ -78,6 +78,7 @@ MAX_BAD_ANSWERS = 5
 ISOLATION_SHARE = 0.5  # of a flush's work deadline that reading a chunk apart may take
 PERSONA_MAX_CHARS = 2000  # a persona is part of every reply's prompt in its server or channel
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
+INDEX_UPKEEP_PAGES = 200  # pages of keyword-index merging per step: ~25 ms of the store's time
 
 
 Listener = Callable[[MemoryEvent], None]
@@ -206,6 +207,7 @@ class MemoryService:
         self._background: set[asyncio.Task[Any]] = set()
         self._settings_seen = -1
         self._watcher: asyncio.Task[None] | None = None
+        self._upkeep: asyncio.Task[None] | None = None
         # Held while this process changes a setting: its caches take the change before the database does
         # (so queued captures are refused), and the watcher's reload in between would undo that.
         self._settings_changing = asyncio.Lock()
@@ -222,6 +224,7 @@ class MemoryService:
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start(scope)
         self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
+        self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
 
     async def reload_caches(self) -> None:
         self._settings_seen = await self.store.call(Storage.settings_version)
@@ -239,15 +242,28 @@ class MemoryService:
             except Exception as exc:  # a busy or briefly unreachable database: the next poll tries again
                 log.warning("could not check for settings changed elsewhere: %s", exc)
 
+    async def _keep_word_index_tidy(self) -> None:
+        """Every `index_upkeep_seconds`, fold the keyword index's pieces together in short steps (SQLite:
+        a keyword search reads each piece; a million facts' index takes about 40 steps of 200 pages).
+        Each step is its own call on the store, so a recall waits for one step at most."""
+        while True:
+            await asyncio.sleep(self.policy.index_upkeep_seconds)
+            try:
+                while await self.store.call(Storage.tidy_word_index, INDEX_UPKEEP_PAGES):
+                    pass
+            except Exception as exc:  # a busy database: the next round tries again
+                log.warning("could not tidy the keyword index: %s", exc)
+
     async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
         """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
 
         `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
         """
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        for task in (self._watcher, self._upkeep):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.capture_buffer.stop(timeout)
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)

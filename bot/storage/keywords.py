@@ -42,16 +42,33 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     The corpus is one person's facts: document frequencies come from the matched texts (a term's other
     occurrences in that person's facts would have matched too), so nobody else's facts are read.
     """
-    tokens = [WORD.findall(fold(t)) for t in texts]
-    average = sum(len(t) for t in tokens) / len(tokens) or 1.0
-    # Each text's count of words starting with each term, counted once: a term's document frequency is
-    # how many texts count it at all.
-    counts = [[sum(x.startswith(w) for x in toks) for w in terms] for toks in tokens]
+    # One pass of a regular expression per text reads its words: each is either a word starting with a
+    # term (the longest alternative first, `\w*` taking the rest of the word), caught by the group, or
+    # another word (the group empty). A found word's terms are worked out once per distinct word, since
+    # one may start with two terms ("liv" and "live"). A term's document frequency is how many texts
+    # count it at all.
+    alternatives = "|".join(map(re.escape, sorted(terms, key=len, reverse=True)))
+    words = re.compile(rf"\b((?:{alternatives})\w*)|\w+" if terms else r"()\w+")
+    of_word: dict[str, list[int]] = {}
+    lengths, counts = [], []
+    for text in texts:
+        found = words.findall(fold(text))
+        row = [0] * len(terms)
+        for word in found:
+            if not word:
+                continue
+            if word not in of_word:
+                of_word[word] = [j for j, w in enumerate(terms) if word.startswith(w)]
+            for j in of_word[word]:
+                row[j] += 1
+        lengths.append(len(found))
+        counts.append(row)
+    average = sum(lengths) / len(lengths) or 1.0
     df = [sum(1 for row in counts if row[j]) for j in range(len(terms))]
     idf = [math.log(1 + (total - d + 0.5) / (d + 0.5)) for d in df]
     scores = []
-    for i, (toks, row) in enumerate(zip(tokens, counts, strict=True)):
-        norm = 1.2 * (0.25 + 0.75 * len(toks) / average)
+    for i, (length, row) in enumerate(zip(lengths, counts, strict=True)):
+        norm = 1.2 * (0.25 + 0.75 * length / average)
         score = sum(idf[j] * tf * 2.2 / (tf + norm) for j, tf in enumerate(row) if tf)
         scores.append((-score, i))
     scores.sort()

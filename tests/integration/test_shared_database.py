@@ -22,7 +22,7 @@ from bot.memory.ports import Purpose, Storage
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore
-from tests.fakes import DIMS, FakeEmbedder, FakeLLM
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM, unit
 from tests.integration.test_capture import echo_extractor
 from tests.integration.test_pipeline import SCOPE, msg
 from tests.unit.test_processes import exited_holder
@@ -212,3 +212,27 @@ async def test_a_reload_for_a_change_elsewhere_never_undoes_an_opt_out_under_way
     assert seen_while_settling == [True]
     await asyncio.sleep(0.3)
     assert first.is_opted_out(SCOPE, "alice") and "c9" in first.guild("100").ignored_channel_ids
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_a_running_bot_folds_the_keyword_index_together_now_and_then(settings: Settings) -> None:
+    """The upkeep runs by itself every `index_upkeep_seconds`, while the bot serves as usual."""
+    from tests.integration.test_store import fact, index_blocks  # one helper, both files
+
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
+    for i in range(12):  # a piece of the index each
+        await store.call(Storage.add_facts, [fact(SCOPE, "alice", f"Alice plays tune{i}", unit(1.0, i))])
+    pieces = await store.call(index_blocks)
+    policy = replace(memory_policy(settings), index_upkeep_seconds=0.05)
+    service = MemoryService(store, FakeLLM(), FakeEmbedder(), policy)
+    await service.start()
+    try:
+        deadline = time.monotonic() + 10
+        while await store.call(index_blocks) >= pieces and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert await store.call(index_blocks) < pieces
+        assert not await store.call(Storage.tidy_word_index, 1)  # nothing left to fold
+    finally:
+        await service.close(timeout=2)

@@ -84,6 +84,35 @@ def test_a_persons_hits_are_what_knn_and_keyword_search_find(store: Store, pool:
     assert [s.origin for s in bees.sources] == [Origin("c1"), Origin("t1", "c1", True)]
 
 
+def test_tidying_the_word_index_folds_its_pieces_and_keeps_every_match(store: Store, backend: str) -> None:
+    """Every write adds a piece to SQLite's keyword index (FTS5 merges them all once 16 pile up); the
+    upkeep folds them into one, in steps, and a search finds the same facts in the same order before
+    and after. PostgreSQL has nothing to fold."""
+    for i in range(20):  # one transaction each: a piece each
+        store.add_facts([fact("guild:1", "alice", f"Alice plays tune{i} on the oboe", angled(i))])
+    store.add_facts([fact("guild:1", "bob", "Bob plays the oboe", unit(1.0))])
+    question = "who plays tunes on an oboe?"
+    before = [f.id for f in store.keyword_search("guild:1", "alice", question, 50, ignore=["alice"])]
+    assert len(before) == 20
+    pieces = index_blocks(store) if backend == "sqlite" else 0
+    steps = 0
+    while store.tidy_word_index(1):
+        steps += 1
+        assert steps < 500
+    assert [f.id for f in store.keyword_search("guild:1", "alice", question, 50, ignore=["alice"])] == before
+    assert [f.text for f in store.keyword_search("guild:1", "bob", "oboe", 5)] == ["Bob plays the oboe"]
+    assert store.tidy_word_index(1) is False
+    if backend == "sqlite":
+        assert steps >= 1 and index_blocks(store) < pieces
+    else:
+        assert steps == 0
+
+
+def index_blocks(store: Store) -> int:
+    """The rows of SQLite's FTS5 index: its pages, and a few of its own."""
+    return int(store.conn.execute("SELECT count(*) FROM owner_words_data").fetchone()[0])
+
+
 def test_scopes_never_leak(store: Store) -> None:
     v = unit(1.0)
     store.add_facts(

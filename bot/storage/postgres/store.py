@@ -63,6 +63,10 @@ class Store(PostgresSearch, SqlStore):
         except psycopg.Error as exc:  # the data is deleted all the same: say why the space was not reclaimed
             log.warning("VACUUM after a forget failed (autovacuum will reclaim the space later): %s", exc)
 
+    def tidy_word_index(self, pages: int) -> bool:
+        """Nothing to fold: `fact_words` is read through the (scope, user_id) index, one person's rows."""
+        return False
+
     def health(self) -> dict[str, Any]:
         """What `check` reports: server and pgvector versions, schema, the text index and the embedding."""
         [versions] = select(

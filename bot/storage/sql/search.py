@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from bot.memory.models import Fact
 from bot.storage.keywords import bm25_order, search_terms
 from bot.storage.sql.database import Connected, Row
-from bot.storage.sql.rows import FACT_COLUMNS, fact_from, facts_from, scalar, select
+from bot.storage.sql.rows import FACT_COLUMNS, fact_from, facts_from, select, sources_of
 
 
 def best_matches(rows: Sequence[Row], terms: Sequence[str], total: int, k: int) -> list[Row]:
@@ -33,15 +33,7 @@ class Search(Connected):
         self, scope: str, user_id: str, vector: Sequence[float], k: int, max_distance: float | None = None
     ) -> list[tuple[Fact, float]]:
         """Exact cosine KNN over one person's active facts, nearest first."""
-        rows = select(
-            self.conn,
-            f"SELECT {FACT_COLUMNS}, n.d AS distance FROM ("
-            f"  SELECT fact_id, {self.DISTANCE} AS d FROM fact_vectors"
-            "  WHERE scope = ? AND user_id = ? ORDER BY d LIMIT ?"
-            ") AS n JOIN facts AS f ON f.id = n.fact_id ORDER BY n.d, f.id",
-            (self._vector(vector), scope, user_id, k),
-        )
-        near = [r for r in rows if max_distance is None or r["distance"] <= max_distance]
+        near = self._near_rows(scope, user_id, vector, k, max_distance)
         return list(zip(facts_from(self.conn, near), [r["distance"] for r in near], strict=True))
 
     def keyword_search(
@@ -51,24 +43,10 @@ class Search(Connected):
 
         A text index's own ranking (FTS5's `rank`) looks up every query term's document count in the whole
         index, so its cost grows with everyone's facts (9.7 ms p99 at a million). Matching without it
-        touches only the person's rows; BM25 over the person's own active facts then orders them (3.0 ms
-        p99 at 1M facts on SQLite, bench/recall_scale.py).
+        touches only the person's rows; BM25 over the person's own active facts then orders them.
         """
         terms = search_terms(text, ignore=ignore)
-        if not terms:
-            return []
-        matching, params = self._word_matches(scope, user_id, terms)
-        rows = select(
-            self.conn,
-            f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.id IN ({matching}) AND f.status = 'active'",
-            params,
-        )
-        if not rows:
-            return []
-        total = scalar(
-            self.conn, "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?", (scope, user_id)
-        )
-        return facts_from(self.conn, best_matches(rows, terms, total, k))
+        return facts_from(self.conn, self._best_rows(scope, user_id, terms, k))
 
     def person_hits(
         self,
@@ -83,11 +61,44 @@ class Search(Connected):
     ) -> tuple[list[tuple[Fact, float]], list[Fact]]:
         """What a recall reads for one person: `knn` (pool, max_distance) and `keyword_search` (pool).
 
-        No vector, no vector hits; no text, no keyword hits. A backend may answer both at once.
+        No vector, no vector hits; no text, no keyword hits. The sources of both lists' facts are read
+        in one query, once per fact. A backend may answer both at once.
         """
-        near = self.knn(scope, user_id, vector, pool, max_distance) if vector is not None else []
-        matched = self.keyword_search(scope, user_id, text, pool, ignore=ignore) if text else []
-        return near, matched
+        near = self._near_rows(scope, user_id, vector, pool, max_distance) if vector is not None else []
+        terms = search_terms(text, ignore=ignore) if text else []
+        best = self._best_rows(scope, user_id, terms, pool)
+        ids = list(dict.fromkeys(r["id"] for r in [*near, *best]))
+        sources = sources_of(self.conn, ids) if ids else {}
+        facts = {r["id"]: fact_from(r, sources.get(r["id"], ())) for r in [*near, *best]}
+        return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
+
+    def _near_rows(
+        self, scope: str, user_id: str, vector: Sequence[float], k: int, max_distance: float | None
+    ) -> list[Row]:
+        """Rows of FACT_COLUMNS and `distance` of the person's `k` nearest facts within `max_distance`."""
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS}, n.d AS distance FROM ("
+            f"  SELECT fact_id, {self.DISTANCE} AS d FROM fact_vectors"
+            "  WHERE scope = ? AND user_id = ? ORDER BY d LIMIT ?"
+            ") AS n JOIN facts AS f ON f.id = n.fact_id ORDER BY n.d, f.id",
+            (self._vector(vector), scope, user_id, k),
+        )
+        return [r for r in rows if max_distance is None or r["distance"] <= max_distance]
+
+    def _best_rows(self, scope: str, user_id: str, terms: Sequence[str], k: int) -> list[Row]:
+        """Rows of FACT_COLUMNS of the person's `k` active facts best matching `terms` by BM25, with the
+        person's count of active facts (BM25's N) read in the same query."""
+        if not terms:
+            return []
+        matching, params = self._word_matches(scope, user_id, terms)
+        rows = select(
+            self.conn,
+            f"SELECT {FACT_COLUMNS}, (SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?) "
+            f"AS total FROM facts AS f WHERE f.id IN ({matching}) AND f.status = 'active'",
+            (scope, user_id, *params),
+        )
+        return best_matches(rows, terms, rows[0]["total"] if rows else 0, k)
 
     def facts_by_text(
         self, scope: str, user_id: str, texts: Iterable[str], *, all_statuses: bool = False
