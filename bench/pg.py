@@ -19,16 +19,38 @@ def available() -> bool:
     return importlib.util.find_spec("pgserver") is not None
 
 
-class PgServer:
-    """A server on one data folder, created on first use; stopped by `close()` unless another process uses it."""
+# The memory settings of the plain-SQL reference (../shared/reference/pg_anchor.py), "sized for a 24 GiB
+# machine": recall is held against that reference, so it runs on a server configured alike.
+REFERENCE_SETTINGS = {
+    "shared_buffers": "4GB",
+    "work_mem": "64MB",
+    "maintenance_work_mem": "2GB",
+    "jit": "off",
+}
 
-    def __init__(self, folder: Path) -> None:
+
+class PgServer:
+    """A server on one data folder, created on first use; stopped by `close()` unless another process uses it.
+
+    `settings`: server settings to hold (ALTER SYSTEM, then a restart when one differed).
+    """
+
+    def __init__(self, folder: Path, settings: dict[str, str] | None = None) -> None:
         import pgserver
 
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.server = pgserver.get_server(folder, cleanup_mode="stop")
         self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
+        changed = False
+        for name, value in (settings or {}).items():
+            if self.admin.execute("SELECT current_setting(%s)", (name,)).fetchone() != (value,):
+                self.admin.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+                changed = True
+        if changed:
+            self.close()
+            self.server = pgserver.get_server(folder, cleanup_mode="stop")
+            self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
 
     def url(self, database: str) -> str:
         return str(self.server.get_uri(database))
@@ -48,7 +70,15 @@ class PgServer:
 
     def settings(self) -> dict[str, Any]:
         """What the figures depend on: version, durability and memory settings."""
-        names = ("server_version", "fsync", "synchronous_commit", "shared_buffers", "work_mem", "jit")
+        names = (
+            "server_version",
+            "fsync",
+            "synchronous_commit",
+            "shared_buffers",
+            "work_mem",
+            "maintenance_work_mem",
+            "jit",
+        )
         return {
             name: self.admin.execute("SELECT current_setting(%s)", (name,)).fetchone()[0]  # type: ignore[index]
             for name in names

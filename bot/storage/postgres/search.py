@@ -80,14 +80,11 @@ class PostgresSearch(Connected):
             scope, user_id, None if vector is None else Vector(vector), terms, pool, max_distance
         )
         rows = select(self.conn, sql, params)
-        facts = {r["id"]: fact_from(r, sources_in(r)) for r in rows}
         near = sorted((r for r in rows if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
         matched = [r for r in rows if r["matched"]]
-        total = rows[0]["total"] if rows else 0
-        return (
-            [(facts[r["id"]], r["distance"]) for r in near],
-            [facts[r["id"]] for r in best_matches(matched, terms, total, pool)],
-        )
+        best = best_matches(matched, terms, rows[0]["total"] if rows else 0, pool)
+        facts = {r["id"]: fact_from(r, sources_in(r)) for r in [*near, *best]}  # not the matches left out
+        return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
 
 def hits_statement(
