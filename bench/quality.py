@@ -132,12 +132,16 @@ class LlamaServer:
         from bench.local_model import EMBED_DIMENSIONS, EMBED_MODEL_NAME, MODEL_FILE
 
         port = _free_port()
+        # Every core this process may use, as bench.local_model runs the model: the server's own default
+        # generates on half the CPUs (one thread on a 2-core machine: 3-6 tokens/s in its log).
+        cores = len(os.sched_getaffinity(0))
         log = (CACHE / "llama_server.log").open("ab")
         self.process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "llama_cpp.server", "--model", str(MODEL_FILE)),
                 *("--model_alias", self.MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port)),
-                *("--n_ctx", "8192", *self.extra),
+                *("--n_ctx", "8192", "--n_threads", str(cores), "--n_threads_batch", str(cores)),
+                *self.extra,
             ],
             cwd=ROOT,
             env=_server_environment(),
