@@ -37,4 +37,4 @@ class MemoryPolicy:
     community: bool = True  # servers' community facts and episodes (MEMORY_COMMUNITY)
     extraction: str = ENUMERATE  # how extraction asks the model (EXTRACTION_MODE): ENUMERATE or SELECT
     settings_poll_seconds: float = 0.5  # how soon a change made by another process is honoured here
-    index_upkeep_seconds: float = 600.0  # how often the keyword index's pieces are folded together
+    index_upkeep_seconds: float = 1800.0  # how often the keyword index is looked at (service.tidy_word_index)

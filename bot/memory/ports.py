@@ -452,9 +452,14 @@ class Storage(Protocol):
         """The (model, dimensions) the stored vectors were made with."""
         ...
 
+    def word_index_pieces(self) -> int:
+        """How many pieces the keyword index is in: a keyword search reads each (a backend whose index
+        is one piece, or needs no upkeep, answers 1)."""
+        ...
+
     def tidy_word_index(self, pages: int) -> bool:
-        """Fold the keyword index's pieces together, about `pages` pages of work per call; True while
-        there is more to fold. A backend whose index needs no upkeep answers False."""
+        """One step of folding the keyword index's pieces into one, about `pages` pages of work; True
+        when the step did some. A backend whose index needs no upkeep answers False."""
         ...
 
     def reembed_unfinished(self) -> bool: ...

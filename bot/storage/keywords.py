@@ -47,8 +47,10 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     # another word (the group empty). A found word's terms are worked out once per distinct word, since
     # one may start with two terms ("liv" and "live"). A term's document frequency is how many texts
     # count it at all.
-    alternatives = "|".join(map(re.escape, sorted(terms, key=len, reverse=True)))
-    words = re.compile(rf"\b((?:{alternatives})\w*)|\w+" if terms else r"()\w+")
+    # A term holding a character that is not a word's ("½" folds to "1⁄2") can start no word: it counts 0.
+    wordlike = [t for t in terms if WORD.fullmatch(t)]
+    alternatives = "|".join(map(re.escape, sorted(wordlike, key=len, reverse=True)))
+    words = re.compile(rf"\b((?:{alternatives})\w*)|\w+" if wordlike else r"()\w+")
     of_word: dict[str, list[int]] = {}
     lengths, counts = [], []
     for text in texts:

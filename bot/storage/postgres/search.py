@@ -83,7 +83,8 @@ class PostgresSearch(Connected):
         near = sorted((r for r in rows if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
         matched = [r for r in rows if r["matched"]]
         best = best_matches(matched, terms, rows[0]["total"] if rows else 0, pool)
-        facts = {r["id"]: fact_from(r, sources_in(r)) for r in [*near, *best]}  # not the matches left out
+        kept = {r["id"]: r for r in [*near, *best]}  # not the matches left out; one build per fact
+        facts = {fid: fact_from(r, sources_in(r)) for fid, r in kept.items()}
         return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
 

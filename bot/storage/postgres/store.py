@@ -63,8 +63,12 @@ class Store(PostgresSearch, SqlStore):
         except psycopg.Error as exc:  # the data is deleted all the same: say why the space was not reclaimed
             log.warning("VACUUM after a forget failed (autovacuum will reclaim the space later): %s", exc)
 
+    def word_index_pieces(self) -> int:
+        """One: `fact_words` is read through the (scope, user_id) index, one person's rows."""
+        return 1
+
     def tidy_word_index(self, pages: int) -> bool:
-        """Nothing to fold: `fact_words` is read through the (scope, user_id) index, one person's rows."""
+        """Nothing to fold (`word_index_pieces`)."""
         return False
 
     def health(self) -> dict[str, Any]:

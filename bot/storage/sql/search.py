@@ -67,9 +67,9 @@ class Search(Connected):
         near = self._near_rows(scope, user_id, vector, pool, max_distance) if vector is not None else []
         terms = search_terms(text, ignore=ignore) if text else []
         best = self._best_rows(scope, user_id, terms, pool)
-        ids = list(dict.fromkeys(r["id"] for r in [*near, *best]))
-        sources = sources_of(self.conn, ids) if ids else {}
-        facts = {r["id"]: fact_from(r, sources.get(r["id"], ())) for r in [*near, *best]}
+        rows = {r["id"]: r for r in [*near, *best]}  # a fact in both lists is read and built once
+        sources = sources_of(self.conn, list(rows)) if rows else {}
+        facts = {fid: fact_from(r, sources.get(fid, ())) for fid, r in rows.items()}
         return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
     def _near_rows(

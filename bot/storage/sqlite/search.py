@@ -73,6 +73,7 @@ class SqliteSearch(Connected):
 
     DISTANCE = "vec_distance_cosine(embedding, ?)"
     LIKE = "LIKE"  # ASCII case-insensitive in SQLite
+    _words_removed = False  # a fact's words left `owner_words` since the last scrub (Store._scrub)
 
     def _vector(self, vector: Sequence[float]) -> object:
         return vector_blob(vector)
@@ -99,6 +100,7 @@ class SqliteSearch(Connected):
         self.conn.execute(
             "INSERT INTO owner_words (owner_words, rowid, words) VALUES ('delete', ?, ?)", (fact_id, words)
         )
+        self._words_removed = True
 
     def _holds(self, fact_id: int, query: str) -> bool:
         return bool(
