@@ -316,11 +316,14 @@ class Consolidator:
         log.debug("the model's reason for %s of a new fact: %s", decision, d.reason)
         if decision is Decision.KEEP:
             return Operation(Decision.KEEP, p.fact, reason=MODEL_DECIDED)
+        target_id = d.target_fact_id
+        if target_id is None and len(p.candidates) == 1:  # the one fact it can mean (small models omit it)
+            target_id = p.candidates[0][0].id
         candidate_ids = {f.id for f, _ in p.candidates}
-        if d.target_fact_id not in candidate_ids:
-            log.info("consolidation named fact %r, not a candidate; keeping the new fact", d.target_fact_id)
+        if target_id not in candidate_ids:
+            log.info("consolidation named fact %r, not a candidate; keeping the new fact", target_id)
             return Operation(Decision.KEEP, p.fact, reason="unknown target id")
-        target = next(f for f, _ in p.candidates if f.id == d.target_fact_id)
+        target = next(f for f, _ in p.candidates if f.id == target_id)
         if decision in (Decision.MERGE, Decision.DUPLICATE) and (
             corrected := change_verdict(decision, target.text, p.fact.text, p.fact.user_name)
         ):
@@ -347,6 +350,9 @@ class Consolidator:
             if not same_topic(target.text, p.fact.text, p.fact.user_name):
                 log.info("a merge into fact %d joins facts about different things; keeping both", target.id)
                 return Operation(Decision.KEEP, p.fact, reason="merge of facts about different things")
+            if invented_words(target.text, p.fact.text, merged, p.fact.user_name):
+                log.info("a merge into fact %d says what neither fact says; keeping both", target.id)
+                return Operation(Decision.KEEP, p.fact, reason="merge saying what neither fact says")
             verdict = merge_verdict(target.text, p.fact.text, merged, p.fact.user_name)
             if verdict is not Decision.MERGE:
                 log.info("a merge into fact %d %s; applying %s", target.id, MERGE_FAULTS[verdict], verdict)
@@ -356,10 +362,8 @@ class Consolidator:
                     target.id if verdict is Decision.DUPLICATE else None,
                     reason=f"merge {MERGE_FAULTS[verdict]}",
                 )
-            return Operation(
-                Decision.MERGE, p.fact, d.target_fact_id, merged_text=merged, reason=MODEL_DECIDED
-            )
-        return Operation(decision, p.fact, d.target_fact_id, reason=MODEL_DECIDED)
+            return Operation(Decision.MERGE, p.fact, target.id, merged_text=merged, reason=MODEL_DECIDED)
+        return Operation(decision, p.fact, target.id, reason=MODEL_DECIDED)
 
 
 def resolved(op: Operation) -> Operation:
@@ -466,6 +470,24 @@ def same_topic(old: str, new: str, name: str = "") -> bool:
     town and a new hobby into a passing mood (bench/quality.py); such facts share no word."""
     names = content_words(name)
     return bool((content_words(old) - names) & (content_words(new) - names))
+
+
+# Words a merged text may hold that neither fact does: what joins two statements ("formerly", "also").
+JOINING_WORDS = frozenset(
+    w[:5]
+    for w in TURNING_WORDS
+    | CHANGE_WORDS
+    | ADDITION_WORDS
+    | {"both", "while", "since", "currently", "previously", "including", "well", "then", "but"}
+)
+
+
+def invented_words(old: str, new: str, merged: str, name: str = "") -> set[str]:
+    """The informative words of a merged text that neither fact holds, joining words aside: a small
+    model's merge once appended another person's fact ("Chloe is a pharmacist, remember\nDev's
+    favourite sport is badminton", bench/quality.py); a merge may only say what the two facts said."""
+    said = content_words(old) | content_words(new) | content_words(name)
+    return content_words(merged) - said - JOINING_WORDS
 
 
 MERGE_FAULTS = {

@@ -483,6 +483,56 @@ async def test_a_merge_that_loses_or_repeats_information_is_not_applied_as_a_mer
     assert active_texts(service.store.sync, "alice") == active
 
 
+async def test_a_decision_without_a_fact_id_means_the_only_candidate_and_no_other(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    """Small models often leave the id out of a MERGE or INVALIDATE: with one candidate it can mean
+    only that one; with two it means neither, and the new fact is kept beside them."""
+    old = await seed(service, "alice", "Alice works as a nurse", unit(1.0), embedder)
+    embedder.vectors["Alice is a nurse in the children's ward"] = angled(20)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("alice", "Alice is a nurse in the children's ward", ["m1"]))
+    merged = "Alice works as a nurse in the children's ward"
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [{"new_fact": 0, "decision": "MERGE", "target_fact_id": None, "merged_text": merged}]
+    }
+    await capture_and_flush(service, msg("m1", "alice", "to be precise, I'm a nurse in the children's ward"))
+    [kept] = service.store.sync.list_facts(SCOPE, "alice")
+    assert kept.text == merged and kept.id != old
+    assert service.store.sync.get_fact(old).superseded_by == kept.id
+
+    await seed(service, "bob", "Bob lives in Oslo", unit(1.0), embedder)
+    await seed(service, "bob", "Bob lives near the harbour", angled(15), embedder)
+    embedder.vectors["Bob lives in Bergen now"] = angled(30)
+    llm.handlers[Purpose.EXTRACT] = facts_from(("bob", "Bob lives in Bergen now", ["m2"]))
+    llm.handlers[Purpose.CONSOLIDATE] = lambda payload: {
+        "decisions": [{"new_fact": 0, "decision": "INVALIDATE", "target_fact_id": None}]
+    }
+    await capture_and_flush(service, msg("m2", "bob", "I live in Bergen now"))
+    assert active_texts(service.store.sync, "bob") == [
+        "Bob lives in Bergen now",
+        "Bob lives in Oslo",
+        "Bob lives near the harbour",
+    ]
+
+
+async def test_a_merge_saying_what_neither_fact_says_keeps_both(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    """A small model's merge appended another person's fact to the text; joining words ("formerly")
+    are a merge's own, anything else neither fact said is not."""
+    await decide(
+        service,
+        llm,
+        embedder,
+        {
+            "decision": "MERGE",
+            "target_fact_id": "OLD",
+            "merged_text": "Alice lives in Berlin, formerly Paris\nDev's favourite sport is badminton",
+        },
+    )
+    assert active_texts(service.store.sync, "alice") == ["Alice lives in Berlin", "Alice lives in Paris"]
+
+
 async def test_a_merge_of_a_fact_that_adds_nothing_is_a_duplicate(
     service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
 ) -> None:
