@@ -36,12 +36,9 @@ class PgServer:
     """
 
     def __init__(self, folder: Path, settings: dict[str, str] | None = None) -> None:
-        import pgserver
-
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.server = pgserver.get_server(folder, cleanup_mode="stop")
-        self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
+        self._start()
         changed = False
         for name, value in (settings or {}).items():
             if self.admin.execute("SELECT current_setting(%s)", (name,)).fetchone() != (value,):
@@ -49,8 +46,14 @@ class PgServer:
                 changed = True
         if changed:
             self.close()
-            self.server = pgserver.get_server(folder, cleanup_mode="stop")
-            self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
+            self._start()
+
+    def _start(self) -> None:
+        """The server on `folder` (started unless running) and an admin connection to it."""
+        import pgserver
+
+        self.server = pgserver.get_server(self.folder, cleanup_mode="stop")
+        self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
 
     def url(self, database: str) -> str:
         return str(self.server.get_uri(database))

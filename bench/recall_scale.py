@@ -45,7 +45,7 @@ from bot.memory.models import Fact, NewFact, iso, utcnow
 from bot.memory.recall import fuse, search_people
 from bot.memory.service import tidy_word_index
 from bot.memory.text import fold
-from bot.storage import Store
+from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 
@@ -564,20 +564,12 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - started
 
 
-class _OnThisThread:
-    """A synchronous store as the engine's `StorageWorker` sees one: `call` runs the method here."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return getattr(self.store, fn.__name__)(*args)
-
-
 def tidy(store: Any) -> int:
     """The running bot's upkeep of the keyword index (`service.tidy_word_index`, run every 30 minutes),
-    on this store: folded into one piece when it is in 4 or more; returns the steps it took."""
-    return asyncio.run(tidy_word_index(_OnThisThread(store)))  # type: ignore[arg-type]
+    on this store through the bot's own worker: folded into one piece when it is in 4 or more; returns
+    the steps it took. (The worker's idle thread is left to the interpreter: closing it would close
+    the store, which is measured next.)"""
+    return asyncio.run(tidy_word_index(AsyncStore(store)))
 
 
 def _warm(path: Path) -> None:

@@ -3,10 +3,10 @@
 One query embedding serves everyone; each person's search runs only inside their own (scope, user)
 partition: an exact vector KNN within a distance threshold plus FTS5 keyword matches, fused by score
 (a vector hit's similarity, plus a keyword bonus by rank). The vector hits always make it in (the
-fusion only reorders them and fills free
-slots with keyword-only matches), so the hybrid is never worse than the vector search alone. A person
-the message asks about in general ("what do you know about Carol?", `about.py`) is not searched for:
-their newest facts are their hits, and fill the budget first.
+fusion only reorders them and fills free slots with keyword-only matches), so the hybrid is never
+worse than the vector search alone. A person the message asks about in general ("what do you know
+about Carol?", `about.py`) is not searched for: their newest facts are their hits, and fill the budget
+first.
 
 Before fusion every hit passes the reply's `Audience`: a fact serves only people who could have read
 where it was said, and a sensitive fact only its owner. The searches run on the store's thread; the

@@ -132,14 +132,13 @@ def write_selected(
         speaker = handles[message.author_id]
         clauses = own_clauses(text, speaker, names)
         if clauses is None:
-            written.rewrite.append(line.id)
+            if choosing:  # an answer that does not choose sends no line to a model
+                written.rewrite.append(line.id)
             continue
         written.facts.extend(
             ExtractedFact(speaker=speaker, text=clause, sources=[line.id], sensitive=line.kind == "sensitive")
             for clause in clauses
         )
-    if not choosing:
-        written.rewrite = []
     return written
 
 
