@@ -94,12 +94,19 @@ class Vector:
         self.values = values
 
 
+class HalfVector(Vector):
+    """A vector for a `halfvec` column, sent in its binary format (see `HalfVectorDumper`)."""
+
+    __slots__ = ()
+
+
 class VectorDumper(Dumper):
     """pgvector's binary input: the width and a reserved 0 (16 bits each), then big-endian float32s.
 
     Nothing is formatted as text for the server to parse again (768 numbers cost more to print than a
-    search takes to run). The parameter's type is left to the statement (oid 0): a `vector` column or a
-    `::vector` cast, whose binary input (vector_recv) checks the values as the text input does.
+    search takes to run). The parameter's type is left to the statement (oid 0): the column it is
+    written to, or the stored vector it is compared with (`embedding <=> ?`), whose binary input
+    (vector_recv) checks the values as the text input does.
     """
 
     format = Format.BINARY
@@ -111,14 +118,25 @@ class VectorDumper(Dumper):
         return struct.pack(">HH", len(floats), 0) + floats.tobytes()
 
 
+class HalfVectorDumper(Dumper):
+    """`halfvec`'s binary input (halfvec_recv): the same header, then big-endian IEEE half floats, each
+    rounded to the nearest (a value beyond half precision's 65,504 raises OverflowError)."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Vector) -> bytes:
+        return struct.pack(f">HH{len(obj.values)}e", len(obj.values), 0, *obj.values)
+
+
 def connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
-    """An autocommit connection (transactions are explicit) that sends `Vector`s in binary; any failure is
-    a DatabaseError saying what to do."""
+    """An autocommit connection (transactions are explicit) that sends `Vector`s and `HalfVector`s in
+    binary; any failure is a DatabaseError saying what to do."""
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memory-bot")
     except psycopg.Error as exc:
         raise DatabaseError(describe_error(url, exc)) from exc
     conn.adapters.register_dumper(Vector, VectorDumper)
+    conn.adapters.register_dumper(HalfVector, HalfVectorDumper)
     return conn
 
 

@@ -91,6 +91,17 @@ def renumber_legacy(db: PostgresDatabase) -> None:
         )
 
 
+def vector_type(db: PostgresDatabase) -> str:
+    """The type of the stored vectors (`fact_vectors.embedding`, as every vector column): pgvector's
+    float32 `vector`, or `halfvec` once migration 10 found pgvector 0.7 or later."""
+    name: str = scalar(
+        db,
+        "SELECT t.typname FROM pg_attribute AS a JOIN pg_type AS t ON t.oid = a.atttypid "
+        "WHERE a.attrelid = 'fact_vectors'::regclass AND a.attname = 'embedding'",
+    )
+    return name
+
+
 def migrate(db: PostgresDatabase) -> int:
     """Apply the migrations past `schema_version` (renumbered first if it is old); returns the resulting version."""
     renumber_legacy(db)

@@ -3,7 +3,10 @@
 Vector search is exact: `embedding <=> query ORDER BY ... LIMIT k` over the rows the (scope, user_id)
 index gives, one person's only, so no approximate index (HNSW, IVFFlat) is needed, and none could
 return fewer of a person's facts because other people's vectors were nearer. The vectors are kept in
-their rows (migration `vectors_in_their_rows`) and the query vector is sent in pgvector's binary format (`Vector`).
+their rows (migration `vectors_in_their_rows`), in half precision where pgvector has `halfvec`
+(migration `half_precision_vectors`), and the query vector is sent in the column's binary format
+(`Vector`, `HalfVector`) with no cast: PostgreSQL gives an untyped operand of `<=>` the other's type, so
+the same statements serve either column.
 Keyword search matches the same stems as SQLite's as prefixes (`'liv':* | 'osl':*`) in `fact_words`, a
 tsvector of the fact's folded text under the 'simple' configuration (no language's stemming or stop
 words: any language works), restricted to the person; BM25 in Python ranks the matches.
@@ -24,7 +27,7 @@ from typing import Any
 from bot.memory.models import Fact, Source
 from bot.memory.text import fold
 from bot.storage.keywords import search_terms
-from bot.storage.postgres.connection import Vector
+from bot.storage.postgres.connection import HalfVector, Vector
 from bot.storage.sql.database import Connected, Row
 from bot.storage.sql.rows import FACT_COLUMNS, fact_from, origin_from, select
 from bot.storage.sql.search import best_matches
@@ -36,14 +39,20 @@ def ts_query(terms: Sequence[str]) -> str:
     return " | ".join(quoted)
 
 
+# A vector column's type (pgvector's name) -> the parameter that is sent in its binary format.
+PARAMETERS: dict[str, type[Vector]] = {"vector": Vector, "halfvec": HalfVector}
+
+
 class PostgresSearch(Connected):
     """The hooks of the shared SQL that PostgreSQL fills: pgvector vectors, words in a tsvector."""
 
-    DISTANCE = "embedding <=> ?::vector"
+    DISTANCE = "embedding <=> ?"
     LIKE = "ILIKE"  # LIKE is case-sensitive in PostgreSQL; SQLite's finds "tea" in "Tea"
+    # The type of every vector column (`Store.migrate` reads it): float32 `vector`, or `halfvec`.
+    vector_type = "vector"
 
-    def _vector(self, vector: Sequence[float]) -> object:
-        return Vector(vector)
+    def _vector(self, vector: Sequence[float]) -> Vector:
+        return PARAMETERS[self.vector_type](vector)
 
     def _index_words(self, fact_id: int, scope: str, user_id: str, text: str) -> None:
         self.conn.execute(
@@ -77,7 +86,7 @@ class PostgresSearch(Connected):
         if vector is None and not terms:
             return [], []
         sql, params = hits_statement(
-            scope, user_id, None if vector is None else Vector(vector), terms, pool, max_distance
+            scope, user_id, None if vector is None else self._vector(vector), terms, pool, max_distance
         )
         rows = select(self.conn, sql, params)
         near = sorted((r for r in rows if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
@@ -106,7 +115,7 @@ def hits_statement(
     if vector is not None:
         within = "" if max_distance is None else " WHERE distance <= ?"
         parts.append(
-            "near AS (SELECT fact_id, distance FROM (SELECT fact_id, embedding <=> ?::vector AS distance "
+            "near AS (SELECT fact_id, distance FROM (SELECT fact_id, embedding <=> ? AS distance "
             "FROM fact_vectors WHERE scope = ? AND user_id = ? ORDER BY distance, fact_id LIMIT ?) AS n"
             f"{within})"
         )

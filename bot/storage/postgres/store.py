@@ -35,6 +35,9 @@ TEXT_TABLES = (
     "episode_sources",
 )
 
+# What `check` says of the vectors' type.
+PRECISION = {"vector": "float32", "halfvec": "half-precision"}
+
 
 class Store(PostgresSearch, SqlStore):
     """Synchronous PostgreSQL + pgvector store. Use `AsyncStore` from async code."""
@@ -47,8 +50,11 @@ class Store(PostgresSearch, SqlStore):
         return PostgresDatabase(connect(str(location)), str(location))
 
     def migrate(self) -> int:
-        """Apply the numbered migrations past `schema_version`; returns the resulting version."""
-        return schema.migrate(self.conn)
+        """Apply the numbered migrations past `schema_version`, then read the type the vectors are stored
+        in (`halfvec` where pgvector has it) for the parameters that carry them; returns the version."""
+        version = schema.migrate(self.conn)
+        self.vector_type = schema.vector_type(self.conn)
+        return version
 
     def _scrub(self, *, everything: bool = False) -> None:
         """After a forget-all, VACUUM the tables that held the person's text (see the module's docstring).
@@ -72,7 +78,8 @@ class Store(PostgresSearch, SqlStore):
         return False
 
     def health(self) -> dict[str, Any]:
-        """What `check` reports: server and pgvector versions, schema, the text index and the embedding."""
+        """What `check` reports: server and pgvector versions, the vectors' type, schema, the text index and
+        the embedding."""
         [versions] = select(
             self.conn,
             "SELECT current_setting('server_version') AS server, "
@@ -85,9 +92,13 @@ class Store(PostgresSearch, SqlStore):
         server = str(versions["server"]).split()[0]
         return {
             "backend": "PostgreSQL",
-            "description": f"PostgreSQL {server}, pgvector {versions['vector']}, full-text search",
+            "description": (
+                f"PostgreSQL {server}, pgvector {versions['vector']}, {PRECISION[self.vector_type]} vectors, "
+                "full-text search"
+            ),
             "postgresql_version": server,
             "pgvector_version": versions["vector"],
+            "vector_type": self.vector_type,
             "schema_version": schema.schema_version(self.conn),
             "full_text_search": True,
             "embedding_model": model,

@@ -10,7 +10,8 @@ also records its number, and refuses a database newer than the files it knows. H
 and recorded, and what surrounds a migration's transaction, is the backend's (`Schema`).
 
 A file is statements separated by semicolons, with `--` comments on lines of their own: a semicolon
-may not appear inside a string literal or after `--` on a statement's line.
+may not appear inside a string literal or after `--` on a statement's line. A dollar-quoted body
+(`DO $$ ... $$`, a step that depends on the server) is one statement, its semicolons included.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any, Protocol
 from bot.storage.errors import DatabaseError
 
 FILE_NAME = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+# A statement's end, or a dollar-quoted body ($$ ... $$, $tag$ ... $tag$) whose semicolons end nothing.
+STATEMENT_END = re.compile(r"(\$[A-Za-z_]*\$).*?\1|;", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,12 @@ class Migration:
 def statements(script: str) -> tuple[str, ...]:
     """The statements of a migration file, its comment lines left out."""
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("--"))
-    return tuple(s.strip() for s in code.split(";") if s.strip())
+    pieces, start = [], 0
+    for end in (m for m in STATEMENT_END.finditer(code) if m[0] == ";"):
+        pieces.append(code[start : end.start()])
+        start = end.end()
+    pieces.append(code[start:])
+    return tuple(s.strip() for s in pieces if s.strip())
 
 
 @cache

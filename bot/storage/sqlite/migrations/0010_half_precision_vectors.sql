@@ -1,0 +1,2 @@
+-- Vectors in half precision. Nothing to do here: on PostgreSQL with pgvector 0.7 or later this stores
+-- the vectors as `halfvec`; sqlite-vec's vectors stay float32 BLOBs.
