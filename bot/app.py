@@ -210,7 +210,12 @@ async def _probe_chat(client: OpenAICompatClient) -> str:
         schema=RememberResult,
     )
     features = client.features
-    json_mode = {"schema": "response schema", "object": "JSON mode", "prompt": "schema in the instruction"}
+    json_mode = {
+        "schema": "response schema",
+        "object_schema": "JSON mode with the schema",
+        "object": "JSON mode",
+        "prompt": "schema in the instruction",
+    }
     ignored = (
         " (response_format ignored)" if features.schema_in_prompt and features.json_mode != "prompt" else ""
     )

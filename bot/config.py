@@ -82,7 +82,8 @@ class Settings:
     openai_max_retries: int = 4
     openai_tools: str = "auto"  # auto: offered, and left out once the endpoint refuses them; off: never
     openai_images: str = "auto"  # the same for images in the chat
-    openai_json: str = "auto"  # auto (schema, then object, then prompt as refused), schema, object, prompt
+    # auto (schema, then object_schema, object and prompt as refused), or one of those
+    openai_json: str = "auto"
     database_path: Path = Path("data/memory.sqlite3")
     database_url: str = ""  # postgresql://...: PostgreSQL instead of the SQLite file (may hold a password)
     memory_flush_quiet_seconds: float = 60.0
@@ -350,7 +351,10 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "openai_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),
     "openai_tools": (_choice("auto", "off"), "auto or off"),
     "openai_images": (_choice("auto", "off"), "auto or off"),
-    "openai_json": (_choice("auto", "schema", "object", "prompt"), "one of auto, schema, object, prompt"),
+    "openai_json": (
+        _choice("auto", "schema", "object_schema", "object", "prompt"),
+        "one of auto, schema, object_schema, object, prompt",
+    ),
     "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
     "gemini_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),

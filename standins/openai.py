@@ -204,6 +204,8 @@ def _generation_config(body: dict[str, Any]) -> dict[str, Any]:
         config["responseMimeType"] = "application/json"
     if response_format.get("type") == "json_schema":
         config["responseJsonSchema"] = (response_format.get("json_schema") or {}).get("schema")
+    elif response_format.get("type") == "json_object" and response_format.get("schema"):
+        config["responseJsonSchema"] = response_format["schema"]  # llama-cpp-python's grammar from it
     return config
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.memory.ports import ChatTool, ChatTurn, ModelBadAnswer, ModelError, Purpose, ToolCall
+from bot.memory.ports import ChatTool, ChatTurn, ModelBadAnswer, ModelError, PartialCheck, Purpose, ToolCall
 from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)
@@ -97,6 +97,7 @@ class FakeLLM:
         prompt: str,
         schema: type[T],
         max_output_tokens: int | None = None,
+        stop_early: PartialCheck | None = None,
     ) -> T:
         try:
             payload = json.loads(prompt)

@@ -33,6 +33,7 @@ from bot.memory.ports import (
     ModelCutOff,
     ModelError,
     ModelRefusal,
+    PartialCheck,
     Purpose,
     ToolCall,
 )
@@ -148,9 +149,12 @@ class GeminiClient(RetryingClient):
         prompt: str,
         schema: type[T],
         max_output_tokens: int | None = None,
+        stop_early: PartialCheck | None = None,
     ) -> T:
         """Ask the memory model for an answer shaped like `schema`; malformed answers are retried, one cut
-        off at `max_output_tokens` (finish reason MAX_TOKENS) is ModelCutOff at once."""
+        off at `max_output_tokens` (finish reason MAX_TOKENS) is ModelCutOff at once. The answer is read
+        whole (`stop_early` is for endpoints that stream JSON, where small models loop); the caller
+        judges it as it would have judged the part."""
         config = types.GenerateContentConfig(
             system_instruction=system or None,
             temperature=JSON_TEMPERATURE,

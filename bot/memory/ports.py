@@ -83,7 +83,8 @@ class ModelBadAnswer(ModelError):
 
 
 class ModelCutOff(ModelBadAnswer):
-    """The answer reached its output token limit and was cut off (a model copying lines or looping).
+    """The answer reached its output token limit and was cut off (a model copying lines or looping), or
+    was stopped early because what it had said so far could no longer be used (`PartialCheck`).
 
     It is never read as a possibly-partial list, and asking again the same way loops the same way: the
     caller asks about less instead.
@@ -181,12 +182,25 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str], task: Literal["document", "query"]) -> list[list[float]]: ...
 
 
+# Given the text of an answer so far, why it can no longer be used (a model counting every line), or None.
+PartialCheck = Callable[[str], str | None]
+
+
 class JsonModel(Protocol):
     """Structured answers: the engine's extraction and consolidation calls. An answer longer than
-    `max_output_tokens` raises ModelCutOff."""
+    `max_output_tokens` raises ModelCutOff. A client that reads its answer as it is written (the
+    OpenAI-compatible one) also stops with ModelCutOff once `stop_early` gives a reason, instead of
+    waiting for the rest; another reads the whole answer, which the caller then judges alike."""
 
     async def generate_json(
-        self, purpose: Purpose, *, system: str, prompt: str, schema: type[T], max_output_tokens: int
+        self,
+        purpose: Purpose,
+        *,
+        system: str,
+        prompt: str,
+        schema: type[T],
+        max_output_tokens: int,
+        stop_early: PartialCheck | None = None,
     ) -> T: ...
 
 

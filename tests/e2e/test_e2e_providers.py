@@ -70,12 +70,15 @@ async def test_an_endpoint_without_tools_or_images_answers_learns_and_says_so_on
 
 MODES: list[tuple[dict[str, Any], str]] = [
     ({}, "tools: yes, images: yes, JSON: response schema"),
-    ({"rejects_json_schema": True}, "tools: yes, images: yes, JSON: JSON mode"),
+    ({"rejects_json_schema": True}, "tools: yes, images: yes, JSON: JSON mode with the schema"),
     ({"ignores_response_format": True}, "tools: yes, images: yes, JSON: response schema"),
     ({"no_tools": "reject"}, "tools: no (the endpoint refuses them), images: yes, JSON: response schema"),
     ({"no_images": True}, "tools: yes, images: no (the endpoint refuses them), JSON: response schema"),
     # json_schema fails with a 500, and an image with a 500 or an empty stream: it says the same
-    ({"like_llama_cpp": True}, "tools: yes, images: no (the endpoint refuses them), JSON: JSON mode"),
+    (
+        {"like_llama_cpp": True},
+        "tools: yes, images: no (the endpoint refuses them), JSON: JSON mode with the schema",
+    ),
 ]
 
 

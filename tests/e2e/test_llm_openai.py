@@ -271,14 +271,17 @@ async def test_json_steps_down_to_json_mode_then_to_the_schema_in_the_instructio
         assert (
             await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
         ).owner == "Ana"
-    assert [(r.get("response_format") or {}).get("type") for r in endpoint.requests] == [
-        "json_schema",
-        "json_object",
-        None,
+    formats = [r.get("response_format") or {} for r in endpoint.requests]
+    assert [(f.get("type"), "schema" in f) for f in formats] == [
+        ("json_schema", False),
+        ("json_object", True),  # JSON mode with the schema, which llama-cpp-python makes a grammar of
+        ("json_object", False),
+        (None, False),
     ]
+    assert "JSON Schema" not in endpoint.requests[1]["messages"][0]["content"]
     assert "JSON Schema" in endpoint.requests[-1]["messages"][0]["content"]
     assert client.features.json_mode == "prompt"
-    assert sum("refuses response_format" in r.getMessage() for r in caplog.records) == 2
+    assert sum("refuses response_format" in r.getMessage() for r in caplog.records) == 3
     endpoint.requests.clear()
     await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
     assert len(endpoint.requests) == 1  # remembered: no more refused requests
@@ -536,7 +539,7 @@ async def test_check_online_names_what_the_endpoint_takes(endpoint: Endpoint) ->
     assert name == endpoint_name(endpoint.base_url) and verdict["ok"], verdict
     assert verdict["detail"] == (
         f"embed-model answered at {DIMS} dimensions; gpt-4o-mini answered; tools: yes, "
-        "images: no (the endpoint refuses them), JSON: JSON mode"
+        "images: no (the endpoint refuses them), JSON: JSON mode with the schema"
     )
     models = open_models(settings)
     assert models.chat is models.embedder and isinstance(models.chat, OpenAICompatClient)
@@ -620,6 +623,45 @@ async def test_llama_cpp_pythons_server_gets_json_mode_and_text_after_its_500_an
     assert sum("goes on without images" in m for m in said) == 1
     usage = client.usage.snapshot()
     assert usage["chat"]["errors"] == usage["extract"]["errors"] == 0
+
+
+async def test_a_json_answer_that_can_no_longer_be_used_is_closed_midway_on_llama_cpps_server() -> None:
+    """With a check on the partial answer, the JSON call is streamed and closed once the check gives a
+    reason: ModelCutOff with it, and only the pieces read are counted (that server's stream has no
+    usage). Its JSON mode carries the schema, so the instruction does not."""
+    counted = json.dumps({"owner": "Ana", "pets": [f"m{n}" for n in range(1, 200)]})
+    async with OpenAIStandIn(like_llama_cpp=True) as server:
+        server.stream_chunk_size = 4
+        server.generate_handler = lambda body: counted
+        client = OpenAICompatClient(
+            base_url=server.base_url, chat_model="q", memory_model="q", embedding_model="e",
+            embedding_dimensions=DIMS, max_retries=0,
+        )  # fmt: skip
+        seen: list[str] = []
+
+        def counting(partial: str) -> str | None:
+            seen.append(partial)
+            return "it is counting" if '"m12"' in partial else None
+
+        try:
+            with pytest.raises(ModelCutOff, match="it is counting"):
+                await client.generate_json(
+                    Purpose.EXTRACT, system="s", prompt="p", schema=Pets, stop_early=counting
+                )
+            whole = await client.generate_json(
+                Purpose.EXTRACT, system="s", prompt="p", schema=Pets, stop_early=lambda partial: None
+            )
+        finally:
+            await client.aclose()
+    assert len(whole.pets) == 199  # a check that never objects reads the whole answer
+    streams = [r.json for r in server.requests if r.kind == "stream"]
+    assert [r["response_format"]["type"] for r in streams] == ["json_schema", "json_object", "json_object"]
+    stopped = streams[1]
+    assert "pets" in json.dumps(stopped["response_format"]["schema"])
+    assert "JSON Schema" not in stopped["messages"][0]["content"]
+    assert '"m12"' in seen[-1] and '"m13' not in seen[-1]  # read no further than the reason
+    usage = client.usage.snapshot()["extract"]
+    assert usage["output_tokens"] == len(seen) + math.ceil(len(counted) / 4)  # pieces read, both calls
 
 
 async def test_an_empty_stream_is_an_error_once_the_endpoint_has_taken_an_image() -> None:

@@ -97,13 +97,19 @@ class World:
         return await self.bot.memory.list_facts(scope, str(user["id"]), limit=1000)
 
     def chat_requests(self) -> list[dict[str, Any]]:
-        """The chat requests, as Gemini bodies whichever provider (the OpenAI stand-in's translation)."""
-        streams = [r.json for r in self.gemini.requests if r.kind == "stream"]
+        """The chat requests, as Gemini bodies whichever provider (the OpenAI stand-in's translation);
+        a streamed request for JSON (a selection) is no chat."""
+        streams = [
+            r.json for r in self.gemini.requests if r.kind == "stream" and "response_format" not in r.json
+        ]
         return [gemini_body(b) for b in streams] if self.provider == "openai" else streams
 
     def json_requests(self) -> list[Any]:
-        """The requests for structured answers (extraction, consolidation, remembering)."""
-        return self.gemini.of_kind("chat" if self.provider == "openai" else "generate")
+        """The requests for structured answers (extraction, consolidation, remembering): on an
+        OpenAI-compatible API, those asking for JSON, streamed (a selection) or not."""
+        if self.provider != "openai":
+            return self.gemini.of_kind("generate")
+        return [r for r in self.gemini.requests if r.kind == "chat" or r.json.get("response_format")]
 
     def query_embeddings(self) -> list[list[str]]:
         """The texts of each embedding request for a search (every embedding request on OpenAI's API,
