@@ -57,7 +57,7 @@ def sentence_fact(name: str, sentence: str) -> str | None:
     return None
 
 
-_LINE = re.compile(r"^(m\d+) (\d\d:\d\d) (.+?): (.*)$")
+_LINE = re.compile(r"^(m\d+) (?:(\d\d:\d\d) )?(.+?): (.*)$")  # a selection's lines have no time
 _CHANNEL = re.compile(r"^== channel (\d+) ==$")
 # A sentence about the group rather than the speaker: a rule, an event, a shared resource, a decision.
 _COMMUNITY = re.compile(

@@ -307,6 +307,10 @@ def _line_ids(value: Any) -> Any:
     return [line_id(v) for v in value] if isinstance(value, list) else value
 
 
+# What small models call the `self` list.
+SELF_NAMES = ("own", "about_themselves", "ids", "selected", "line_ids", "statements")
+
+
 class SelectionResult(BaseModel):
     """The chosen lines by kind, as ids only: a small model writes "m3" in 3 tokens, where an object
     per line took 12 (50 lines chosen: 1,006 output tokens). Required `self` (an empty list when nothing
@@ -332,9 +336,7 @@ class SelectionResult(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _other_shapes(cls, value: Any) -> Any:
-        value = renamed(
-            value, {"self": ("own", "about_themselves", "ids", "selected", "line_ids", "statements")}
-        )
+        value = renamed(value, {"self": SELF_NAMES})
         if isinstance(value, dict) and "self" not in value and isinstance(value.get("lines"), list):
             lines = some_fitting(value["lines"], SelectedLine, "lines")
             value = {k: v for k, v in value.items() if k != "lines"}
@@ -481,7 +483,7 @@ def extract_system(*, community: bool) -> str:
 
 SELECT_SYSTEM = f"""{SELECT_TASK}
 You help maintain the long-term memory of a Discord bot. You read a chunk of a group chat, one message
-per line as "<id> <time> <speaker>: <text>", and point at the lines where the speaker states something
+per line as "<id> <speaker>: <text>", and point at the lines where the speaker states something
 durable about THEMSELVES: who they are, where they live, their work or studies, family and pets, what
 they like or dislike, their skills, possessions, long-running projects, plans with a date, and changes
 to any of these ("I moved", "I quit", "not anymore"). You do not write the facts: the bot does.

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.memory.durable import statements
 from bot.memory.models import BufferedMessage
-from bot.memory.prompts import CommunityFact, ExtractedFact, SelectionResult
+from bot.memory.prompts import LINE_KINDS, SELF_NAMES, CommunityFact, ExtractedFact, SelectionResult
 from bot.memory.text import clean, content_words, strip_background_blocks, worth_reading
 from bot.memory.third_person import third_person
 
@@ -107,7 +108,7 @@ def write_selected(
     or the server's on the model's word (`durable.sensitive` still judges).
     """
     messages = {m.message_id: m for m in chunk}
-    humans = [local for local, mid in local_ids.items() if mid in messages and not messages[mid].is_bot]
+    humans = human_lines(chunk, local_ids)
     kinds = {"self": selection.own, "sensitive": selection.sensitive, "community": selection.community}
     choosing = all([_telling(kind, ids, humans) for kind, ids in kinds.items()])
     if not choosing:  # its other lists are no better: every line is read by the bot alone
@@ -142,27 +143,56 @@ def write_selected(
     return written
 
 
+def human_lines(chunk: list[BufferedMessage], local_ids: dict[str, str]) -> list[str]:
+    """The local ids of the chunk's human lines, in transcript order."""
+    humans = {m.message_id for m in chunk if not m.is_bot}
+    return [local for local, mid in local_ids.items() if mid in humans]
+
+
 def _telling(kind: str, ids: list[str], humans: list[str]) -> bool:
-    """Whether a kind's ids choose, in a chunk large enough to tell: not nearly every human line, and
-    no run of consecutive lines over half of them (the 1.5B model counted m3, m4 ... m31). `humans`
-    are the chunk's human lines in transcript order."""
-    if len(humans) < UNSELECTIVE_MIN_LINES:
+    """Whether a kind's ids choose (`not_choosing`); logged when they do not."""
+    reason = not_choosing(ids, humans)
+    if reason is None:
         return True
+    log.info("the model's %s lines tell nothing (%s); not followed", kind, reason)
+    return False
+
+
+def not_choosing(ids: list[str], humans: list[str]) -> str | None:
+    """Why ids do not choose, in a chunk large enough to tell: nearly every human line, or a run of
+    consecutive lines over half of them (the 1.5B model counted m3, m4 ... m31); None when they choose.
+    `humans` are the chunk's human lines in transcript order. More ids never make a list choose, so a
+    partial answer already judged so is as good as the whole (`selection_check`)."""
+    if len(humans) < UNSELECTIVE_MIN_LINES:
+        return None
     chosen = set(ids) & set(humans)
     run = longest = 0
     for local in humans:
         run = run + 1 if local in chosen else 0
         longest = max(longest, run)
     if len(chosen) < UNSELECTIVE_SHARE * len(humans) and longest <= COUNTING_SHARE * len(humans):
-        return True
-    log.info(
-        "the model chose %d of %d lines as %s (%d in a row), which tells nothing; not followed",
-        len(chosen),
-        len(humans),
-        kind,
-        longest,
-    )
-    return False
+        return None
+    return f"{len(chosen)} of {len(humans)} lines, {longest} in a row"
+
+
+# A kind's list in a partial answer: its key and the ids written so far (the list may be unclosed).
+_PARTIAL_LIST = re.compile(r'"(\w+)"\s*:\s*\[([^\]]*)')
+_KIND_KEYS = frozenset((*LINE_KINDS, *SELF_NAMES))
+
+
+def selection_check(humans: list[str]) -> Callable[[str], str | None]:
+    """A check on a selection answer as it is written: the reason its first list that stopped choosing
+    does not choose (`not_choosing`), so the bot stops reading a model counting every line after half
+    the chunk instead of at its budget (~100 output tokens instead of 634 at 50 lines). Only the kinds'
+    lists are judged: an episode point's sources may well be a run of lines."""
+
+    def check(partial: str) -> str | None:
+        for key, body in _PARTIAL_LIST.findall(partial):
+            if key in _KIND_KEYS and (reason := not_choosing(re.findall(r"m\d+", body), humans)):
+                return f"its {key} list chose {reason}"
+        return None
+
+    return check
 
 
 def select_budget(lines: int, *, community: bool) -> int:

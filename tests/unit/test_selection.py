@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, TypeVar
 
 import pytest
@@ -10,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from bot.memory.durable import sensitive
 from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
-from bot.memory.ports import ModelBadAnswer, ModelCutOff, Purpose, answer_budget
+from bot.memory.ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
 from bot.memory.selection import own_clauses, select_budget
 from tests.unit.test_extract import NOW
@@ -35,11 +37,14 @@ def said(n: int, author: str, text: str) -> BufferedMessage:
 
 class Answers:
     """A model answering the selection call with `selection` and the rewrite call with `rewrite`,
-    recording each call's task, prompt and token limit."""
+    recording each call's task, prompt and token limit. Given `stop_early`, it streams like the
+    OpenAI-compatible client: the answer's JSON is judged a few characters at a time, and a reason
+    stops it there (`stopped`: the reason and the text read) with ModelCutOff."""
 
     def __init__(self, selection: Any, rewrite: Any = None) -> None:
         self.answers = {SELECT_TASK: selection, REWRITE_TASK: rewrite}
         self.calls: list[tuple[str, str, int | None]] = []
+        self.stopped: list[tuple[str, str]] = []
 
     async def generate_json(
         self,
@@ -49,9 +54,15 @@ class Answers:
         prompt: str,
         schema: type[T],
         max_output_tokens: int | None = None,
+        stop_early: PartialCheck | None = None,
     ) -> T:
         task = system.splitlines()[0]
         self.calls.append((task, prompt, max_output_tokens))
+        written = json.dumps(self.answers[task])
+        for end in range(3, len(written) + 3, 3) if stop_early else ():
+            if reason := stop_early(written[:end]):
+                self.stopped.append((reason, written[:end]))
+                raise ModelCutOff(reason, purpose=purpose)
         try:
             return schema.model_validate(self.answers[task])
         except ValidationError as exc:
@@ -277,3 +288,46 @@ async def test_a_selection_counting_a_run_of_lines_is_not_choosing() -> None:
     assert await facts_of(chunk, counted) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
     few = Answers({"self": ["m20"], "community": ["m3", "m4", "m5"]}, {"facts": []})  # a choice: followed
     assert await facts_of(chunk, few) == {ANA: ["Ana lives in Porto"]}
+
+
+def chatter(count: int) -> list[BufferedMessage]:
+    return [
+        said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, count + 1)
+    ]
+
+
+async def test_a_selection_counting_every_line_is_stopped_once_it_has_counted_half_the_chunk() -> None:
+    chunk = [*chatter(18), said(19, ANA, "I live in Porto"), said(20, BEN, "I work as a carpenter")]
+    every = [f"m{n}" for n in range(1, 21)]
+    model = Answers({"self": every, "episodes": [{"channel": 1, "points": []}]}, {"facts": []})
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
+    [(reason, read)] = model.stopped
+    assert "self list chose" in reason and "11 in a row" in reason
+    assert len(re.findall(r"m\d+", read)) == 11  # stopped at the id that sealed it, not at the end
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]  # no line goes to a model after
+
+
+async def test_a_choosing_selection_is_read_whole_even_when_an_episode_cites_a_run_of_lines() -> None:
+    chunk = [*chatter(18), said(19, ANA, "I live in Porto"), said(20, BEN, "teacher.")]
+    run = [f"m{n}" for n in range(1, 21)]
+    episode = {"channel": 1, "points": [{"text": "The weather talk went on", "sources": run}]}
+    model = Answers({"own": ["m19", "m20"], "episodes": [episode]}, {"facts": []})
+    await facts_of(chunk, model)
+    assert model.stopped == []
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK, REWRITE_TASK]  # "teacher." is asked
+
+
+async def test_a_short_chunk_is_never_stopped_for_counting() -> None:
+    chunk = [*chatter(7), said(8, ANA, "I live in Porto")]
+    model = Answers({"self": [f"m{n}" for n in range(1, 9)]}, {"facts": []})
+    assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"]}
+    assert model.stopped == []
+
+
+async def test_the_selection_reads_lines_without_their_minute_and_the_rewrite_with_it() -> None:
+    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "teacher.")]
+    model = Answers({"self": ["m1", "m2"]}, {"facts": []})
+    await facts_of(chunk, model)
+    [(_, selection, _), (_, rewrite, _)] = model.calls
+    assert "m1 Ana: I live in Porto" in selection.splitlines() and "14:0" not in selection
+    assert "m2 14:02 Ben: teacher." in rewrite.splitlines()
