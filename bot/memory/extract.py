@@ -33,6 +33,7 @@ from bot.memory.text import (
     content_words,
     fold,
     folded_words,
+    stems,
     strip_background_blocks,
     worth_reading,
 )
@@ -253,6 +254,14 @@ def _named_subject(text: str, view: ChunkView) -> str | None:
     return best[1] if best else None
 
 
+def _grounded(text: str, said: list[str], names: set[str]) -> bool:
+    """Whether a fact holds any word its owner said, compared as stems ("I knit" grounds "Carol knits",
+    "I'm 34" grounds "Dev is 34"). A fact without one is made up, however well it reads: "Ana is a
+    friendly and outgoing person", written by a small model from "good morning everyone"."""
+    words = stems(text) - set().union(*(stems(n) for n in names))
+    return not words or bool(words & stems(" ".join(said)))
+
+
 def _support(fact_words: set[str], texts: list[str]) -> int:
     """How many of a fact's informative words the texts contain."""
     said = set().union(*(content_words(t) for t in texts)) if texts else set()
@@ -301,8 +310,8 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     cites the owner; one that cites a neighbour's message but whose words its owner did say is kept,
     with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
     it (small models copy lines and file them under the wrong speaker), and is rewritten about them;
-    one copied from the bot's line is nobody's. Secrets, moods, hypotheticals and questions are refused
-    (a statement before a question keeps the statement).
+    one copied from the bot's line is nobody's; one holding no word its owner said is made up. Secrets,
+    moods, hypotheticals and questions are refused (a statement before a question keeps the statement).
     """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
@@ -374,6 +383,9 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         owner_support = _support(words, [texts[mid] for mid in own])
         if words and not owner_support and _support(words, [texts[mid] for mid in others]):
             log.info("refused an extracted fact for %r: only someone else said it", user_id)
+            continue
+        if not _grounded(text, [texts[mid] for mid in own], names):
+            log.info("refused an extracted fact for %r: its owner said none of its words", user_id)
             continue
         cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
         sources = [mid for mid in cited if mid in own]

@@ -405,7 +405,7 @@ async def test_two_concurrent_flushes_for_the_same_person_serialise(
     by_channel = {"c1": "Alice lives in Berlin", "c2": "Alice lives in Lyon"}
     llm.handlers[Purpose.EXTRACT] = lambda p: {
         "facts": [
-            {"user_id": "alice", "text": by_channel[p["messages"][0]["text"]], "source_message_ids": []}
+            {"user_id": "alice", "text": by_channel[p["messages"][0]["text"][:2]], "source_message_ids": []}
         ]
     }
     inside = 0
@@ -439,7 +439,8 @@ async def test_two_concurrent_flushes_for_the_same_person_serialise(
 
     llm.handlers[Purpose.CONSOLIDATE] = invalidate_first
     for channel in ("c1", "c2"):
-        service.capture(msg(f"m-{channel}", "alice", channel, channel=channel), guild_id="100")
+        text = f"{channel}: {by_channel[channel]}"  # the fact's own words, as people say them
+        service.capture(msg(f"m-{channel}", "alice", text, channel=channel), guild_id="100")
     await service.capture_buffer.wait_written()
     await asyncio.gather(service.flush_channel("c1"), service.flush_channel("c2"))
     assert max(overlaps) == 1
@@ -578,7 +579,7 @@ async def test_the_words_settle_repeats_and_refinements_without_a_model(
     llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
     changes: list[Any] = []
     service.add_listener(lambda event: changes.extend(event.changes if isinstance(event, Learned) else []))
-    await capture_and_flush(service, msg("m1", "alice", "I told you"))
+    await capture_and_flush(service, msg("m1", "alice", f"I told you: {new}"))
     assert llm.count(Purpose.CONSOLIDATE) == 0
     assert [(c.decision, c.target_id) for c in changes] == [(decision, old)]
     assert active_texts(service.store.sync, "alice") == active
@@ -600,7 +601,7 @@ async def test_a_word_that_can_turn_a_fact_around_leaves_the_decision_to_the_mod
     await seed(service, "alice", known, unit(1.0), embedder)
     embedder.vectors[new] = angled(25)
     llm.handlers[Purpose.EXTRACT] = facts_from(("alice", new, ["m1"]))
-    await capture_and_flush(service, msg("m1", "alice", "news"))
+    await capture_and_flush(service, msg("m1", "alice", f"news: {new}"))
     assert llm.count(Purpose.CONSOLIDATE) == 1
 
 
@@ -633,7 +634,7 @@ async def test_a_decision_that_would_lose_what_the_new_fact_changes_is_corrected
             }
         ]
     }
-    await capture_and_flush(service, msg("m1", "alice", "news"))
+    await capture_and_flush(service, msg("m1", "alice", f"news: {new}"))
     assert llm.count(Purpose.CONSOLIDATE) == 1
     assert active_texts(service.store.sync, "alice") == active
 

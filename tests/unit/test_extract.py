@@ -222,6 +222,23 @@ def test_a_bot_line_never_becomes_the_fact_of_the_person_it_addresses() -> None:
     assert [f.text for f in accept_facts(result, chunk, view)] == ["bob plays the cello in an orchestra"]
 
 
+def test_a_fact_holding_no_word_its_owner_said_is_made_up_and_refused() -> None:
+    alice, bob, carol = list(PEOPLE)
+    chunk = [
+        message(1, alice, "good morning everyone"),
+        message(2, bob, "I knit, and I'm 34"),
+        message(3, carol, "welcome!"),
+    ]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        {"speaker": "alice", "text": "alice is a friendly and outgoing person", "sources": ["m1"]},
+        {"speaker": "carol", "text": "carol is a warm host", "sources": ["m3"]},
+        {"speaker": "bob", "text": "bob knits", "sources": ["m2"]},
+        {"speaker": "bob", "text": "bob is 34", "sources": ["m2"]},
+    )
+    assert [f.text for f in accept_facts(result, chunk, view)] == ["bob knits", "bob is 34"]
+
+
 def test_the_field_names_models_use_and_bare_strings_are_read_with_the_same_checks() -> None:
     alice, bob, _ = list(PEOPLE)
     chunk = [message(1, alice, "I play the oboe"), message(2, bob, "I teach chemistry")]
