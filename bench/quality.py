@@ -357,6 +357,7 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
         "calls": recorder.calls,
         "usage": usage,
         "raw_proposals": raw,
+        "extraction_mode": extraction_mode(settings),
         "proposed": proposed,
         "applied": [c.decision.value for c in applied],
         "final": {
@@ -391,9 +392,12 @@ def classify(person: str, text: str, truth: Truth) -> tuple[str, list[str]]:
     return "unmatched", []
 
 
-def selected(calls: list[dict[str, Any]]) -> bool:
-    """Whether the run's extraction asked for a selection (its answers hold the chosen ids)."""
-    return any("own" in (call.get("answer") or {}) for call in calls if call["purpose"] == "extract")
+def selected(run: dict[str, Any]) -> bool:
+    """Whether the run's extraction asked for a selection: its mode, or (runs before it was recorded)
+    answers holding the chosen ids."""
+    if "extraction_mode" in run:
+        return bool(run["extraction_mode"] == "select")
+    return any("own" in (call.get("answer") or {}) for call in run["calls"] if call["purpose"] == "extract")
 
 
 def score_chat(run: dict[str, Any]) -> dict[str, Any]:
@@ -469,7 +473,7 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
         "raw_proposals": len(run["raw_proposals"]),
         "raw_classes": dict(raw_classes),
         # With a selection (EXTRACTION_MODE=select) the bot writes facts too: no count of the model's refused.
-        "refused_by_validation": None if selected(run["calls"]) else len(run["raw_proposals"]) - total,
+        "refused_by_validation": None if selected(run) else len(run["raw_proposals"]) - total,
         "proposals": proposals,
         "changes": changes,
         "changes_by_kind": by_kind,
@@ -887,7 +891,8 @@ def rescore(path: Path, show_details: bool) -> None:
     data = json.loads(path.read_text())
     chat = data.get("chat")
     if chat:
-        chat["score"] = score_chat({**chat, "lines": script(chat["messages"] // PHASE)})
+        mode = {"extraction_mode": data["extraction_mode"]} if "extraction_mode" in data else {}
+        chat["score"] = score_chat({**mode, **chat, "lines": script(chat["messages"] // PHASE)})
     if data.get("perfect"):
         data["perfect"]["score"] = score_perfect(data["perfect"])
     path.write_text(json.dumps(data, indent=2) + "\n")
