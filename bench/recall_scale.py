@@ -645,24 +645,26 @@ def measure_store(
     # collector's passes, which otherwise walk them in the middle of the timings.
     gc.collect()
     gc.freeze()
-    for q in warmup:  # other people than the measured ones: statement cache and code paths only
-        for operation in operations.values():
-            operation(q, q.vector.tolist())
-    times: dict[str, list[list[float]]] = {name: [] for name in operations}
-    for _ in range(rounds):
-        for name, operation in operations.items():
-            samples = []
-            gc.collect()  # the garbage of what came before is not this pass's to collect
-            for q in queries:
-                vector = q.vector.tolist()
-                started = time.perf_counter()
-                operation(q, vector)
-                samples.append(time.perf_counter() - started)
-            times[name].append(samples)
-    # The answers are kept apart from the timed passes: thousands of kept facts made the collector's
-    # full passes land in the timings (a recall in the bot keeps nothing).
-    answers = {name: [op(q, q.vector.tolist()) for q in queries] for name, op in operations.items()}
-    gc.unfreeze()
+    try:
+        for q in warmup:  # other people than the measured ones: statement cache and code paths only
+            for operation in operations.values():
+                operation(q, q.vector.tolist())
+        times: dict[str, list[list[float]]] = {name: [] for name in operations}
+        for _ in range(rounds):
+            for name, operation in operations.items():
+                samples = []
+                gc.collect()  # the garbage of what came before is not this pass's to collect
+                for q in queries:
+                    vector = q.vector.tolist()
+                    started = time.perf_counter()
+                    operation(q, vector)
+                    samples.append(time.perf_counter() - started)
+                times[name].append(samples)
+        # The answers are kept apart from the timed passes: thousands of kept facts made the collector's
+        # full passes land in the timings (a recall in the bot keeps nothing).
+        answers = {name: [op(q, q.vector.tolist()) for q in queries] for name, op in operations.items()}
+    finally:
+        gc.unfreeze()
 
     exact: dict[str, int] = dict.fromkeys(("knn_k5", "vector_pool", "hybrid", "knn_k5_personal"), 0)
     strict: dict[str, int] = dict.fromkeys(exact, 0)

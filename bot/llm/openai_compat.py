@@ -246,13 +246,11 @@ class OpenAICompatClient(RetryingClient):
         return "\n\n".join(p for p in (system, SCHEMA_INSTRUCTION.format(schema=schema_text)) if p)
 
     def _note_ignored_format(self, exc: OffSchemaAnswer) -> None:
-        """An answer asked for in a JSON mode that is not JSON at all, or (JSON mode with the schema)
-        lacks a field the schema requires: the endpoint ignores the mode or the schema, so the schema
-        goes in the instruction from now on."""
+        """An answer asked for in a JSON mode that is not JSON at all, or any answer off the schema in
+        JSON mode with the schema (an endpoint may take the `schema` key and ignore it): the schema goes
+        in the instruction from now on."""
         features = self.features
-        ignored = "invalid JSON" in str(exc) or (
-            features.json_mode == "object_schema" and "Field required" in str(exc)
-        )
+        ignored = "invalid JSON" in str(exc) or features.json_mode == "object_schema"
         if ignored and not features.schema_in_prompt and features.json_mode != "prompt":
             features.schema_in_prompt = True
             log.warning(
@@ -322,14 +320,15 @@ class OpenAICompatClient(RetryingClient):
         """A streamed JSON answer's text, judged by `stop_early` as it grows. Without usage in the stream
         (llama-cpp-python sends none) its pieces are counted as output tokens: a local server streams a
         token a piece."""
-        text, pieces, usage = "", 0, None
+        text, pieces, usage, finished = "", 0, None, False
         try:
             async for chunk in stream:
                 usage = chunk.usage or usage
                 for choice in chunk.choices or []:
-                    if choice.finish_reason == "content_filter":
+                    refusal = getattr(choice.delta, "refusal", None) if choice.delta is not None else None
+                    if choice.finish_reason == "content_filter" or refusal:
                         raise ModelRefusal(
-                            f"{self.provider} stopped the answer (finish reason content_filter)",
+                            f"{self.provider} would not answer ({refusal or 'finish reason content_filter'})",
                             purpose=purpose,
                         )
                     if choice.finish_reason == "length":
@@ -337,6 +336,7 @@ class OpenAICompatClient(RetryingClient):
                             f"{self.provider}'s answer reached its token limit and was cut off",
                             purpose=purpose,
                         )
+                    finished |= choice.finish_reason is not None
                     if choice.delta is not None and choice.delta.content:
                         text += choice.delta.content
                         pieces += 1
@@ -345,6 +345,12 @@ class OpenAICompatClient(RetryingClient):
                         f"{self.provider}'s answer was stopped after {pieces} pieces: {reason}",
                         purpose=purpose,
                     )
+            if not finished:  # a dropped connection or a proxy closing early: no answer to judge
+                raise ModelError(
+                    f"{self.provider}'s answer stream ended before the answer did ({pieces} pieces)",
+                    purpose=purpose,
+                    retryable=True,
+                )
         finally:
             with contextlib.suppress(Exception):
                 await stream.close()  # closing the request is what stops a server generating

@@ -9,7 +9,9 @@ finances, contact data ...) are never kept from ordinary chat: only when their o
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -254,12 +256,24 @@ def _named_subject(text: str, view: ChunkView) -> str | None:
     return best[1] if best else None
 
 
+# Letters of the scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, CJK.
+_SPACELESS = re.compile(
+    r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+)
+
+
 def _grounded(text: str, said: list[str], names: set[str]) -> bool:
     """Whether a fact holds any word its owner said, compared as stems ("I knit" grounds "Carol knits",
     "I'm 34" grounds "Dev is 34"). A fact without one is made up, however well it reads: "Ana is a
     friendly and outgoing person", written by a small model from "good morning everyone"."""
     words = stems(text) - set().union(*(stems(n) for n in names))
-    return not words or bool(words & stems(" ".join(said)))
+    heard = " ".join(said)
+    if not words or words & stems(heard):
+        return True
+    # Chinese, Japanese or Thai is written without spaces, a sentence one "word": two characters in a
+    # row that its owner wrote ground it ("alice 住在上海" from "我住在上海").
+    pairs = {a + b for a, b in itertools.pairwise(text) if _SPACELESS.match(a) and _SPACELESS.match(b)}
+    return any(pair in heard for pair in pairs)
 
 
 def _support(fact_words: set[str], texts: list[str]) -> int:

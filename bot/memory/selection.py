@@ -178,6 +178,8 @@ def not_choosing(ids: list[str], humans: list[str]) -> str | None:
 # A kind's list in a partial answer: its key and the ids written so far (the list may be unclosed).
 _PARTIAL_LIST = re.compile(r'"(\w+)"\s*:\s*\[([^\]]*)')
 _KIND_KEYS = frozenset((*LINE_KINDS, *SELF_NAMES))
+# An id written to its closing quote: "m1" of an unfinished "m15" is not one.
+_CLOSED_ID = re.compile(r'"(m\d+)"')
 
 
 def selection_check(humans: list[str]) -> Callable[[str], str | None]:
@@ -188,7 +190,7 @@ def selection_check(humans: list[str]) -> Callable[[str], str | None]:
 
     def check(partial: str) -> str | None:
         for key, body in _PARTIAL_LIST.findall(partial):
-            if key in _KIND_KEYS and (reason := not_choosing(re.findall(r"m\d+", body), humans)):
+            if key in _KIND_KEYS and (reason := not_choosing(_CLOSED_ID.findall(body), humans)):
                 return f"its {key} list chose {reason}"
         return None
 

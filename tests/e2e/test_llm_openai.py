@@ -287,6 +287,43 @@ async def test_json_steps_down_to_json_mode_then_to_the_schema_in_the_instructio
     assert len(endpoint.requests) == 1  # remembered: no more refused requests
 
 
+async def test_an_endpoint_ignoring_the_schema_beside_json_mode_gets_it_in_the_instruction(
+    endpoint: Endpoint, client: OpenAICompatClient
+) -> None:
+    """An endpoint may take `schema` beside JSON mode and ignore it: its first answer off the schema
+    (here a wrong type, not a missing field) puts the schema in the instruction from then on."""
+    endpoint.refuses = {"json_schema"}
+    answers = iter(['{"owner": "Ana", "pets": "Miso"}', '{"owner": "Ana", "pets": ["Miso"]}'])
+    endpoint.answer = lambda body: next(answers, '{"owner": "Ana", "pets": []}')
+    assert (await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)).pets == ["Miso"]
+    await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+    asked = [r for r in endpoint.requests if (r.get("response_format") or {}).get("type") == "json_object"]
+    assert "JSON Schema" not in asked[0]["messages"][0]["content"]
+    assert "JSON Schema" in asked[-1]["messages"][0]["content"]
+
+
+async def test_a_streamed_json_answer_that_ends_before_finishing_is_asked_again(
+    endpoint: Endpoint, client: OpenAICompatClient
+) -> None:
+    """A JSON answer read as it comes whose stream closes without a finish reason (a proxy closing
+    early) is no answer to judge: asked again, never read as what it held so far."""
+    endpoint.finish = None  # type: ignore[assignment]
+    calls: list[int] = []
+
+    def answer(body: dict[str, Any]) -> str:
+        calls.append(1)
+        if len(calls) == 2:
+            endpoint.finish = "stop"
+        return '{"owner": "Ana", "pets": ["Miso"]}'
+
+    endpoint.answer = answer
+    result = await client.generate_json(
+        Purpose.EXTRACT, system="s", prompt="p", schema=Pets, stop_early=lambda partial: None
+    )
+    assert result.pets == ["Miso"] and len(calls) == 2
+    assert all(r.get("stream") for r in endpoint.requests)
+
+
 async def test_an_answer_off_the_schema_gets_one_repair_with_the_error(
     endpoint: Endpoint, client: OpenAICompatClient
 ) -> None:

@@ -239,6 +239,22 @@ def test_a_fact_holding_no_word_its_owner_said_is_made_up_and_refused() -> None:
     assert [f.text for f in accept_facts(result, chunk, view)] == ["bob knits", "bob is 34"]
 
 
+def test_a_fact_in_a_language_written_without_spaces_is_grounded_by_the_characters_said() -> None:
+    alice, bob, carol = list(PEOPLE)
+    chunk = [
+        message(1, alice, "我住在上海，很喜欢这里"),
+        message(2, bob, "私は東京に住んでいます"),
+        message(3, carol, "大家早上好"),
+    ]
+    view = render_chunk(chunk, NOW)
+    result = answer(
+        {"speaker": "alice", "text": "alice 住在上海", "sources": ["m1"]},
+        {"speaker": "bob", "text": "bob は東京に住んでいる", "sources": ["m2"]},
+        {"speaker": "carol", "text": "carol 是一个友好的人", "sources": ["m3"]},  # made up
+    )
+    assert [f.text for f in accept_facts(result, chunk, view)] == ["alice 住在上海", "bob は東京に住んでいる"]
+
+
 def test_the_field_names_models_use_and_bare_strings_are_read_with_the_same_checks() -> None:
     alice, bob, _ = list(PEOPLE)
     chunk = [message(1, alice, "I play the oboe"), message(2, bob, "I teach chemistry")]

@@ -14,7 +14,7 @@ from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
 from bot.memory.ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
-from bot.memory.selection import own_clauses, select_budget
+from bot.memory.selection import own_clauses, select_budget, selection_check
 from tests.unit.test_extract import NOW
 
 T = TypeVar("T", bound=BaseModel)
@@ -331,3 +331,11 @@ async def test_the_selection_reads_lines_without_their_minute_and_the_rewrite_wi
     [(_, selection, _), (_, rewrite, _)] = model.calls
     assert "m1 Ana: I live in Porto" in selection.splitlines() and "14:0" not in selection
     assert "m2 14:02 Ben: teacher." in rewrite.splitlines()
+
+
+def test_an_id_still_being_written_does_not_count_toward_a_run() -> None:
+    humans = [f"m{n}" for n in range(1, 21)]
+    check = selection_check(humans)
+    ten = ", ".join(f'"m{n}"' for n in range(2, 12))  # a run of 10 of 20: still a choice
+    assert check('{"self": [' + ten + ', "m1') is None  # the start of "m15", not m1
+    assert check('{"self": [' + ten + ', "m1"') is not None  # m1 written: 11 in a row
