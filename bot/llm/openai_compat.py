@@ -325,17 +325,7 @@ class OpenAICompatClient(RetryingClient):
             async for chunk in stream:
                 usage = chunk.usage or usage
                 for choice in chunk.choices or []:
-                    refusal = getattr(choice.delta, "refusal", None) if choice.delta is not None else None
-                    if choice.finish_reason == "content_filter" or refusal:
-                        raise ModelRefusal(
-                            f"{self.provider} would not answer ({refusal or 'finish reason content_filter'})",
-                            purpose=purpose,
-                        )
-                    if choice.finish_reason == "length":
-                        raise ModelCutOff(
-                            f"{self.provider}'s answer reached its token limit and was cut off",
-                            purpose=purpose,
-                        )
+                    self._check_ending(purpose, choice.finish_reason, getattr(choice.delta, "refusal", None))
                     finished |= choice.finish_reason is not None
                     if choice.delta is not None and choice.delta.content:
                         text += choice.delta.content
@@ -362,17 +352,20 @@ class OpenAICompatClient(RetryingClient):
         if not response.choices:
             raise MalformedAnswer(f"{self.provider} returned no answer choices")
         choice = response.choices[0]
-        refusal = getattr(choice.message, "refusal", None)
-        if choice.finish_reason == "content_filter" or refusal:
+        self._check_ending(purpose, choice.finish_reason, getattr(choice.message, "refusal", None))
+        return str(choice.message.content or "")
+
+    def _check_ending(self, purpose: Purpose, finish_reason: str | None, refusal: str | None) -> None:
+        """Raise for an answer (or a streamed piece of one) that was refused or cut off at its limit."""
+        if finish_reason == "content_filter" or refusal:
             raise ModelRefusal(
                 f"{self.provider} would not answer ({refusal or 'finish reason content_filter'})",
                 purpose=purpose,
             )
-        if choice.finish_reason == "length":
+        if finish_reason == "length":
             raise ModelCutOff(
                 f"{self.provider}'s answer reached its token limit and was cut off", purpose=purpose
             )
-        return str(choice.message.content or "")
 
     # ---- embeddings -------------------------------------------------------------------------------------
 

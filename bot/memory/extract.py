@@ -262,11 +262,12 @@ _SPACELESS = re.compile(
 )
 
 
-def _grounded(text: str, said: list[str], names: set[str]) -> bool:
+def _grounded(text: str, said: list[str], name_stems: set[str]) -> bool:
     """Whether a fact holds any word its owner said, compared as stems ("I knit" grounds "Carol knits",
-    "I'm 34" grounds "Dev is 34"). A fact without one is made up, however well it reads: "Ana is a
-    friendly and outgoing person", written by a small model from "good morning everyone"."""
-    words = stems(text) - set().union(*(stems(n) for n in names))
+    "I'm 34" grounds "Dev is 34"), the speakers' names (`name_stems`) aside. A fact without one is made
+    up, however well it reads: "Ana is a friendly and outgoing person", written by a small model from
+    "good morning everyone"."""
+    words = stems(text) - name_stems
     heard = " ".join(said)
     if not words or words & stems(heard):
         return True
@@ -340,6 +341,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     per_speaker: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     names = {fold(h) for h in view.handles.values()} | {bot_name}
+    name_stems = set().union(*(stems(n) for n in names))
     secrets = set().union(*(secret_values(t) for t in texts.values()))  # however a fact words them
     for item in result.facts:
         # A fact without a speaker (a bare string) is the speaker's whose name it starts with.
@@ -394,11 +396,12 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             continue
         own = own_messages[user_id]
         others = [mid for uid, mids in own_messages.items() if uid != user_id for mid in mids]
-        owner_support = _support(words, [texts[mid] for mid in own])
+        own_texts = [texts[mid] for mid in own]
+        owner_support = _support(words, own_texts)
         if words and not owner_support and _support(words, [texts[mid] for mid in others]):
             log.info("refused an extracted fact for %r: only someone else said it", user_id)
             continue
-        if not _grounded(text, [texts[mid] for mid in own], names):
+        if not _grounded(text, own_texts, name_stems):
             log.info("refused an extracted fact for %r: its owner said none of its words", user_id)
             continue
         cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.memory.durable import statements
 from bot.memory.models import BufferedMessage
+from bot.memory.ports import PartialCheck
 from bot.memory.prompts import LINE_KINDS, SELF_NAMES, CommunityFact, ExtractedFact, SelectionResult
 from bot.memory.text import clean, content_words, strip_background_blocks, worth_reading
 from bot.memory.third_person import third_person
@@ -182,7 +182,7 @@ _KIND_KEYS = frozenset((*LINE_KINDS, *SELF_NAMES))
 _CLOSED_ID = re.compile(r'"(m\d+)"')
 
 
-def selection_check(humans: list[str]) -> Callable[[str], str | None]:
+def selection_check(humans: list[str]) -> PartialCheck:
     """A check on a selection answer as it is written: the reason its first list that stopped choosing
     does not choose (`not_choosing`), so the bot stops reading a model counting every line after half
     the chunk instead of at its budget (~100 output tokens instead of 634 at 50 lines). Only the kinds'
