@@ -45,6 +45,13 @@ _OPENERS = re.compile(
     r"|hey|hi|hello|fun fact|by the way)\b[\s,:;!.-]*)+",
     re.I,
 )
+# Words a chat line closes a statement with: "I live in Oslo btw", "I'm a pharmacist, remember". A word
+# people also state things with ("I remember", "anyway") counts only after a comma.
+_CLOSERS = re.compile(
+    r"(?:\s*,\s*(?:remember|anyway|you know|honestly|btw|lol|haha+|lmao|tbh|fyi|ngl)"
+    r"|\s+(?:btw|lol|haha+|lmao|tbh|fyi|ngl))+$",
+    re.I,
+)
 # "I think Ben is moving", "I agree", "I'm not sure about that one", "I need to ...", "I want ...": the
 # speaker's view of the talk, a need or a wish, not a fact about them.
 _NOT_ABOUT_THEM = re.compile(
@@ -219,6 +226,7 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
     for sentence in _SENTENCES.split(text):
         for part in _CLAUSES.split(sentence):
             clause = _OPENERS.sub("", part.strip()).strip(" ,;:-").rstrip(".!… ")
+            clause = _CLOSERS.sub("", clause)
             if lead := _LEAD.match(clause):
                 clause = f"{lead.group(2)} {lead.group(1)}"
             said = content_words(clause) - names - _GREETING

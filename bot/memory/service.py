@@ -22,7 +22,7 @@ from bot.memory.about import asks_in_general
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.extract import extract_chunk
+from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.leases import Holder, Leases, channel_key
 from bot.memory.lookup import (
     SEARCH_LIMIT,
@@ -189,6 +189,10 @@ class MemoryService:
             embedder,
             candidate_distance=policy.consolidation.candidate_distance,
             duplicate_distance=policy.consolidation.duplicate_distance,
+            # A change looks as far as recall still finds a fact related to a question; with selection
+            # (the mode of the models measured weakest) its words settle what it replaces.
+            change_distance=policy.recall.max_distance,
+            changes_by_words=policy.extraction == SELECT,
             leases=self.leases,
         )
         recall = policy.recall

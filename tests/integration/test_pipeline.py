@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from bot.app import memory_policy
+from bot.config import Settings
 from bot.memory.events import Forgotten, Learned, MemoryEvent
+from bot.memory.extract import SELECT
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
 from bot.memory.ports import ModelBadAnswer, ModelRefusal, Purpose
 from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
-from bot.storage import Store
-from tests.fakes import FakeEmbedder, FakeLLM, angled, unit
+from bot.storage import AsyncStore, Store
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM, angled, unit
 
 SCOPE = "guild:100"
 
@@ -670,3 +676,123 @@ async def test_deleting_a_message_that_taught_two_facts_is_one_event_per_person(
     service.add_listener(events.append)
     assert await service.message_deleted("m1") == 2
     assert events == [Forgotten(SCOPE, "alice", 2, reason="source deleted")]
+
+
+async def test_a_fact_saying_it_changed_looks_further_for_the_fact_it_changes(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    """55° apart (cosine distance 0.43): beyond the candidate cut (0.35), within recall's (0.55)."""
+    policy = service.policy
+    assert (
+        policy.consolidation.candidate_distance < 1 - math.cos(math.radians(55)) < policy.recall.max_distance
+    )
+    old = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    embedder.vectors["Alice keeps two cats"] = angled(55, towards=2)
+    embedder.vectors["Alice moved to Berlin"] = angled(55)
+    llm.handlers[Purpose.EXTRACT] = facts_from(
+        ("alice", "Alice keeps two cats", ["m1"]), ("alice", "Alice moved to Berlin", ["m2"])
+    )
+    await capture_and_flush(
+        service, msg("m1", "alice", "I keep two cats"), msg("m2", "alice", "I moved to Berlin")
+    )
+    [(_, payload)] = [c for c in llm.calls if c[0] is Purpose.CONSOLIDATE]
+    assert [(item["text"], [c["id"] for c in item["candidates"]]) for item in payload["new_facts"]] == [
+        ("Alice moved to Berlin", [old])
+    ]
+
+
+@pytest.fixture
+async def selecting(settings: Settings, embedder: FakeEmbedder, llm: FakeLLM) -> AsyncIterator[MemoryService]:
+    """The service as it runs with EXTRACTION_MODE=select (the mode of the small models)."""
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
+    svc = MemoryService(store, llm, embedder, replace(memory_policy(settings), extraction=SELECT))
+    await svc.start()
+    yield svc
+    await svc.close(timeout=2)
+
+
+@pytest.mark.parametrize(
+    ("known", "new", "replaced"),
+    [
+        ("Alice's favourite sport is cricket", "Alice's favourite sport is badminton now", True),
+        ("Alice works as a carpenter", "Alice quit carpentry", True),
+        ("Alice's favourite food is pierogi", "Alice's favourite food is pho these days", True),
+        # "too" saying how, not that it grew
+        (
+            "Alice's favourite sport is cricket",
+            "Alice's favourite sport is golf now, cricket is too slow",
+            True,
+        ),
+        # "also": it grew, it did not change
+        ("Alice plays the cello", "Alice now also plays the drums", False),
+        ("Alice plays the cello", "Alice plays the drums now too", False),
+        # no word in common: what changed is for the model to say
+        ("Alice keeps two cats", "Alice moved to Berlin", False),
+        # no word saying it changed
+        ("Alice plays the cello", "Alice plays the drums", False),
+    ],
+)
+async def test_with_selection_a_change_replaces_its_candidate_about_the_same_thing_without_a_model(
+    selecting: MemoryService, llm: FakeLLM, embedder: FakeEmbedder, known: str, new: str, replaced: bool
+) -> None:
+    old = await seed(selecting, "alice", known, unit(1.0), embedder)
+    embedder.vectors[new] = angled(30)
+    changes = await selecting.consolidator.run([NewFact(SCOPE, "alice", "Alice", new, ["m1"])])
+    if replaced:
+        assert llm.count(Purpose.CONSOLIDATE) == 0
+        assert [(c.decision, c.target_id) for c in changes] == [(Decision.INVALIDATE, old)]
+        assert active_texts(selecting.store.sync, "alice") == [new]
+    else:  # the model decides (the fake keeps both)
+        assert llm.count(Purpose.CONSOLIDATE) == 1
+        assert active_texts(selecting.store.sync, "alice") == sorted([known, new])
+
+
+async def test_without_selection_the_model_decides_a_change(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder
+) -> None:
+    await seed(service, "alice", "Alice's favourite sport is cricket", unit(1.0), embedder)
+    new = "Alice's favourite sport is badminton now"
+    embedder.vectors[new] = angled(30)
+    await service.consolidator.run([NewFact(SCOPE, "alice", "Alice", new, ["m1"])])
+    assert llm.count(Purpose.CONSOLIDATE) == 1
+    assert active_texts(service.store.sync, "alice") == sorted(["Alice's favourite sport is cricket", new])
+
+
+@pytest.mark.parametrize("second_answer_decides", [True, False])
+async def test_the_facts_an_answer_passed_over_are_asked_about_again_on_their_own(
+    service: MemoryService, llm: FakeLLM, embedder: FakeEmbedder, second_answer_decides: bool
+) -> None:
+    paris = await seed(service, "alice", "Alice lives in Paris", unit(1.0), embedder)
+    nurse = await seed(service, "alice", "Alice works as a nurse", unit(0.0, 1.0), embedder)
+    embedder.vectors["Alice lives in Lyon"] = angled(20)
+    embedder.vectors["Alice works as a surgeon"] = angled(20, axis=1, towards=2)
+    asked: list[list[str]] = []
+
+    def consolidate(payload: dict[str, Any]) -> dict[str, Any]:
+        items = payload["new_facts"]
+        asked.append([item["text"] for item in items])
+        if len(asked) == 1:  # only the first fact, as a small model answered
+            return {"decisions": [{"new_fact": 0, "decision": "KEEP"}]}
+        if not second_answer_decides:
+            return {"decisions": []}
+        return {"decisions": [{"new_fact": 0, "decision": "INVALIDATE", "target_fact_id": nurse}]}
+
+    llm.handlers[Purpose.CONSOLIDATE] = consolidate
+    changes = await service.consolidator.run(
+        [
+            NewFact(SCOPE, "alice", "Alice", "Alice lives in Lyon", ["m1"]),
+            NewFact(SCOPE, "alice", "Alice", "Alice works as a surgeon", ["m2"]),
+        ]
+    )
+    assert asked == [
+        ["Alice lives in Lyon", "Alice works as a surgeon"],
+        ["Alice works as a surgeon"],
+    ]
+    store = service.store.sync
+    by_text = {store.get_fact(c.fact_id).text: (c.decision, c.target_id) for c in changes if c.fact_id}
+    assert by_text["Alice lives in Lyon"] == (Decision.KEEP, None)
+    expected = (Decision.INVALIDATE, nurse) if second_answer_decides else (Decision.KEEP, None)
+    assert by_text["Alice works as a surgeon"] == expected
+    assert paris in {f.id for f in store.list_facts(SCOPE, "alice")}

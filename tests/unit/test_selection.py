@@ -201,6 +201,10 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
         ("ich wohne in Graz", None),
         ("I heard the new album is great", []),
         ("in the evenings I play the cello", ["I play the cello in the evenings"]),
+        # chat words closing a statement are not part of it; "remember" said as a verb is
+        ("I live in Oslo btw", ["I live in Oslo"]),
+        ("I'm a pharmacist, remember", ["I'm a pharmacist"]),
+        ("I still remember my first concert", ["I still remember my first concert"]),
         ("ok, I'll check it later", []),
         ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
         ("I'm not sure about that one", []),
