@@ -59,7 +59,12 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
 # Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).
 WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages", "episodes")
-LINKED_LATER = {("facts", "superseded_by")}  # the fact it points to may be newer: `_link_history` sets it
+LINKED_LATER = {("facts", "superseded_by")}
+# SQLite's vector rows with their fact's owner, as PostgreSQL's rows hold them.
+VECTORS_WITH_OWNER = (
+    "SELECT v.fact_id AS fact_id, f.scope AS scope, f.user_id AS user_id, v.embedding AS embedding "
+    "FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id"
+)  # the fact it points to may be newer: `_link_history` sets it
 
 
 @dataclass
@@ -104,7 +109,7 @@ def migrate(
             report.removed[table] = _remove_missing(source, target, table, key, batch)
     for table, key in TABLES:
         copied = report.updated[table] = 0
-        for rows in _batches(source, table, key, batch):
+        for rows in _batches(source, _as_read(table, source, target), key, batch):
             report.updated[table] += _write(
                 target, table, key, [_converted(table, row) for row in rows], update=not report.merged
             )
@@ -187,6 +192,14 @@ def _batches(
             return
         yield rows
         after = tuple(rows[-1][k] for k in key)
+
+
+def _as_read(table: str, source: SqlStore, target: SqlStore) -> str:
+    """What the copy reads `table` from: the table, or for vector rows a target names by their owner
+    (PostgreSQL's, SQLite's do not), the rows with their fact's owner."""
+    if table == "fact_vectors" and target.VECTOR_OWNER and not source.VECTOR_OWNER:
+        return f"({VECTORS_WITH_OWNER}) AS fact_vectors"
+    return table
 
 
 def _remove_missing(source: SqlStore, target: SqlStore, table: str, key: tuple[str, ...], size: int) -> int:

@@ -176,9 +176,14 @@ SECRET = "Zanzibarquux"
 
 
 def contents(store: SqliteStore | Storage, table: str) -> list[tuple[Any, ...]]:
-    """A table's rows as values both backends compare equal (vectors as float32 lists), sorted."""
+    """A table's rows as values both backends compare equal (vectors as float32 lists), sorted; a vector
+    with its owner, which PostgreSQL's row names and SQLite's fact does."""
+    query = f"SELECT * FROM {table}"
+    if table == "fact_vectors":
+        rows_of = "fact_vectors" if store.VECTOR_OWNER else f"({migration.VECTORS_WITH_OWNER}) AS o"  # type: ignore[union-attr]
+        query = f"SELECT fact_id, scope, user_id, embedding FROM {rows_of}"
     rows = []
-    for r in store.conn.select(f"SELECT * FROM {table}"):  # type: ignore[attr-defined]
+    for r in store.conn.select(query):  # type: ignore[attr-defined]
         if table == "meta" and r["key"] in migration.OWN_META:
             continue
         names = r.keys()  # a driver's Row iterates over its values

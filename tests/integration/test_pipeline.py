@@ -80,6 +80,8 @@ async def test_add_when_nothing_similar_is_known(
     assert added.source_message_ids == ("m1",)
     kinds = [(e["kind"], e["detail"].get("decision")) for e in store.events(SCOPE, "alice")]
     assert ("added", "ADD") in kinds
+    # The fact's row holds its words; its events do not repeat them.
+    assert not any("cats" in json.dumps(e["detail"]) for e in store.events(SCOPE, "alice"))
     assert store.count_pending() == 0
     assert isinstance(events[0], Learned)
     assert [c.decision for c in events[0].changes] == [Decision.ADD]

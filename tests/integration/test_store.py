@@ -307,12 +307,12 @@ def test_a_version_7_database_gets_its_facts_words_indexed_per_person(tmp_path: 
         store.close()
 
 
-def test_a_new_file_gets_16_kib_pages_where_five_vector_rows_fit_and_an_old_file_keeps_its_own(
+def test_a_new_file_gets_64_kib_pages_where_21_vector_rows_fit_and_an_old_file_keeps_its_own(
     tmp_path: Path,
 ) -> None:
     new = Store.open(tmp_path / "new.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
-    assert new.conn.execute("PRAGMA page_size").fetchone()[0] == 16384
-    # Read through a memory map: a search copies no whole 16 KiB page to read a row of it.
+    assert new.conn.execute("PRAGMA page_size").fetchone()[0] == 65536
+    # Read through a memory map: a search copies no whole 64 KiB page to read a row of it.
     assert new.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
     new.close()
     legacy = sqlite3.connect(tmp_path / "legacy.sqlite3")
@@ -430,7 +430,7 @@ def test_forget_leaves_no_trace(tmp_path: Path) -> None:
     assert store.forget("guild:1", "alice") == 2
     conn = store.conn
     assert conn.execute("SELECT count(*) FROM facts WHERE user_id = 'alice'").fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM fact_vectors WHERE user_id = 'alice'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM fact_vectors").fetchone()[0] == 1  # Bob's
     assert conn.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
     assert not [t for t in indexed_terms(store) if secret.lower() in t]
     assert (
@@ -921,3 +921,42 @@ def schema_of(store: Store) -> list[tuple[str, str]]:
     return store.conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
     ).fetchall()
+
+
+def test_an_older_database_keeps_every_vector_without_its_owner_beside_it(tmp_path: Path) -> None:
+    """Version 11 rebuilds `fact_vectors` as (fact_id, embedding): a person's vectors are found through
+    their facts, so each person still finds their own, at the same distance, and nobody else's."""
+    path = tmp_path / "v7.sqlite3"
+    conn = old_database(path, 7)  # 8 to 10 need the store's own SQL functions to migrate
+    people = [(1, "alice", "Alice keeps bees", unit(1.0)), (2, "bob", "Bob keeps goats", unit(0.0, 1.0))]
+    for fid, user, text, vector in people:
+        conn.execute(
+            "INSERT INTO facts (id, scope, user_id, text, status, recorded_at, updated_at) "
+            "VALUES (?, 'guild:1', ?, ?, 'active', 'a', 'a')",
+            (fid, user, text),
+        )
+        conn.execute(
+            "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, 'guild:1', ?, ?)",
+            (fid, user, vector_blob(vector)),
+        )
+        conn.execute(
+            "INSERT INTO facts_fts (rowid, text, owner) VALUES (?, ?, ?)",
+            (fid, text, owner_token("guild:1", user)),
+        )
+    conn.close()
+
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        columns = [r[1] for r in store.conn.execute("PRAGMA table_info(fact_vectors)").fetchall()]
+        assert columns == ["fact_id", "embedding"]
+        indexes = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "fact_vectors_owner" not in indexes
+        for fid, user, _, vector in people:
+            [(found, distance)] = store.knn("guild:1", user, vector, 5)
+            assert (found.id, round(distance, 6)) == (fid, 0.0)
+        [(_, distance)] = store.knn("guild:1", "alice", unit(0.0, 1.0), 5)
+        assert round(distance, 6) == 1.0  # Alice's own fact, 90° away; Bob's is not hers to find
+        assert store.forget("guild:1", "alice", [1]) == 1
+        assert store.conn.execute("SELECT fact_id FROM fact_vectors").fetchall() == [(2,)]
+    finally:
+        store.close()

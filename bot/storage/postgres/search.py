@@ -48,6 +48,8 @@ class PostgresSearch(Connected):
 
     DISTANCE = "embedding <=> ?"
     LIKE = "ILIKE"  # LIKE is case-sensitive in PostgreSQL; SQLite's finds "tea" in "Tea"
+    VECTOR_OWNER = True
+    PERSON_VECTORS = "fact_vectors WHERE scope = ? AND user_id = ?"
     # The type of every vector column (`Store.migrate` reads it): float32 `vector`, or `halfvec`.
     vector_type = "vector"
 

@@ -66,6 +66,11 @@ class Connected:
     DISTANCE: ClassVar[str]
     # The case-insensitive LIKE of the backend (autocomplete finds "tea" in "Tea").
     LIKE: ClassVar[str] = "LIKE"
+    # Whether a vector's row names its owner (scope, user_id) beside the fact's id: PostgreSQL reads a
+    # person's vectors by that row's own index; SQLite finds them through the person's facts.
+    VECTOR_OWNER: ClassVar[bool]
+    # One person's vector rows (`fact_id`, `embedding`) with `?` for the scope and the user, as SQL.
+    PERSON_VECTORS: ClassVar[str]
 
     def __init__(self, conn: Database, *, dimensions: int) -> None:
         self.conn = conn

@@ -133,10 +133,16 @@ class Facts(Connected):
             (fact.scope, fact.user_id, text, fact.valid_from, now, now, int(fact.sensitive)),
         ).fetchone()
         fact_id = int(new_id)
-        self.conn.execute(
-            "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, ?, ?, ?)",
-            (fact_id, fact.scope, fact.user_id, self._vector(embedding)),
-        )
+        if self.VECTOR_OWNER:
+            self.conn.execute(
+                "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (?, ?, ?, ?)",
+                (fact_id, fact.scope, fact.user_id, self._vector(embedding)),
+            )
+        else:
+            self.conn.execute(
+                "INSERT INTO fact_vectors (fact_id, embedding) VALUES (?, ?)",
+                (fact_id, self._vector(embedding)),
+            )
         self._index_words(fact_id, fact.scope, fact.user_id, text)
         self._add_sources(fact_id, fact, confirms=False)
         return fact_id
@@ -289,9 +295,10 @@ class Facts(Connected):
         return sorted(carrying)
 
     def _restore(self, fact_id: int, scope: str, user_id: str, text: str, now: str) -> None:
+        owner = ", scope, user_id" if self.VECTOR_OWNER else ""
         self.conn.execute(
-            "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) "
-            "SELECT id, scope, user_id, archived_embedding FROM facts WHERE id = ?",
+            f"INSERT INTO fact_vectors (fact_id{owner}, embedding) "
+            f"SELECT id{owner}, archived_embedding FROM facts WHERE id = ?",
             (fact_id,),
         )
         self.conn.execute(

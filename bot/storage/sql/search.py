@@ -79,8 +79,7 @@ class Search(Connected):
         rows = select(
             self.conn,
             f"SELECT {FACT_COLUMNS}, n.d AS distance FROM ("
-            f"  SELECT fact_id, {self.DISTANCE} AS d FROM fact_vectors"
-            "  WHERE scope = ? AND user_id = ? ORDER BY d LIMIT ?"
+            f"  SELECT fact_id, {self.DISTANCE} AS d FROM {self.PERSON_VECTORS} ORDER BY d LIMIT ?"
             ") AS n JOIN facts AS f ON f.id = n.fact_id ORDER BY n.d, f.id",
             (self._vector(vector), scope, user_id, k),
         )
@@ -94,7 +93,7 @@ class Search(Connected):
         matching, params = self._word_matches(scope, user_id, terms)
         rows = select(
             self.conn,
-            f"SELECT {FACT_COLUMNS}, (SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?) "
+            f"SELECT {FACT_COLUMNS}, (SELECT count(*) FROM facts WHERE scope = ? AND user_id = ? AND status = 'active') "
             f"AS total FROM facts AS f WHERE f.id IN ({matching}) AND f.status = 'active'",
             (scope, user_id, *params),
         )

@@ -503,7 +503,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         """ADD or KEEP: the new fact is stored beside what is known."""
         fact = op.fact
         fact_id = self._insert_fact(fact, fact.text, fact.embedding or (), now)
-        detail = {"text": fact.text, "decision": decision.value, "reason": op.reason}
+        detail = {"decision": decision.value, "reason": op.reason}
         self._event(fact_id, fact.scope, fact.user_id, "added", detail, actor)
         return AppliedChange(decision, fact.scope, fact.user_id, fact.user_name, fact_id)
 
@@ -531,7 +531,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             self.conn.execute("INSERT INTO stale_vectors (fact_id) VALUES (?)", (fact_id,))
         status = FactStatus.MERGED if merge else FactStatus.INVALIDATED
         self._supersede(target_id, fact_id, status, now)
-        added = {"text": text, "decision": op.decision.value, "replaces": target_id, "reason": op.reason}
+        added = {"decision": op.decision.value, "replaces": target_id, "reason": op.reason}
         self._event(fact_id, fact.scope, fact.user_id, "added", added, actor)
         replaced = {"text": target.text, "superseded_by": fact_id, "reason": op.reason}
         self._event(target_id, fact.scope, fact.user_id, status.value, replaced, actor)
@@ -549,9 +549,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             for fact in facts:
                 upsert_user(self.conn, fact.scope, fact.user_id, fact.user_name)
                 fid = self._insert_fact(fact, fact.text, fact.embedding or (), now)
-                self._event(
-                    fid, fact.scope, fact.user_id, "added", {"text": fact.text, "decision": "IMPORT"}, actor
-                )
+                self._event(fid, fact.scope, fact.user_id, "added", {"decision": "IMPORT"}, actor)
                 ids.append(fid)
         return ids
 

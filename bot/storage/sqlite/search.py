@@ -73,6 +73,12 @@ class SqliteSearch(Connected):
 
     DISTANCE = "vec_distance_cosine(embedding, ?)"
     LIKE = "LIKE"  # ASCII case-insensitive in SQLite
+    # A vector row is its fact's id and its vector, 21 to a 64 KiB page (migration 0011).
+    VECTOR_OWNER = False
+    PERSON_VECTORS = (
+        "facts AS o JOIN fact_vectors ON fact_vectors.fact_id = o.id "
+        "WHERE o.scope = ? AND o.user_id = ? AND o.status = 'active'"
+    )
     _words_removed = False  # a fact's words left `owner_words` since the last scrub (Store._scrub)
 
     def _vector(self, vector: Sequence[float]) -> object:

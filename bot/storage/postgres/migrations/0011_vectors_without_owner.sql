@@ -1,0 +1,2 @@
+-- SQLite's vector rows lose their owner columns. Nothing to do here: PostgreSQL reads a person's vectors
+-- by fact_vectors' own (scope, user_id) index, and its rows fill their 8 KiB pages as they are.
