@@ -52,7 +52,7 @@ from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
 
 GENERATOR_VERSION = 1
-STORE_LAYOUT = 2  # the SQLite store's files (2: 16 KiB pages, owner_words): an older cached store is rebuilt
+STORE_LAYOUT = 3  # the SQLite store's files (3: 64 KiB pages, vector rows without their owner): an older cached store is rebuilt
 SEED = 20_260_301
 DIM = 768
 MODEL = "bench-synthetic"

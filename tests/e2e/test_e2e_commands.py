@@ -273,7 +273,11 @@ async def test_forget_fact_through_autocomplete_removes_exactly_that_fact(tmp_pa
         assert sql(w, "SELECT count(*) FROM fact_vectors WHERE fact_id = ?", chosen) == [(0,)]
         assert indexed(w, chosen) == [(0,)]
         assert count_facts(w, w.alpha, w.alice) == 22
-        assert sql(w, "SELECT count(*) FROM fact_vectors WHERE scope = ?", scope(w.alpha)) == [(22 + 12,)]
+        assert sql(
+            w,
+            "SELECT count(*) FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id WHERE f.scope = ?",
+            scope(w.alpha),
+        ) == [(22 + 12,)]
         assert count_facts(w, w.alpha, w.bob) == 12
 
         # The forgotten fact is no longer offered.
@@ -333,9 +337,10 @@ async def test_forget_all_confirmed_leaves_nothing_of_the_caller_in_this_server(
         assert sql(
             w, "SELECT count(*) FROM facts WHERE scope = ? AND user_id = ?", scope(w.alpha), w.alice["id"]
         ) == [(0,)]
-        assert sql(
+        assert sql(  # no vector of hers, nor any left without its fact
             w,
-            "SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?",
+            "SELECT count(*) FROM fact_vectors AS v LEFT JOIN facts AS f ON f.id = v.fact_id "
+            "WHERE f.id IS NULL OR (f.scope = ? AND f.user_id = ?)",
             scope(w.alpha),
             w.alice["id"],
         ) == [(0,)]

@@ -432,12 +432,14 @@ async def test_check_fails_on_a_damaged_database(tmp_path: Path) -> None:
             for i in range(300)
         ]
     )
+    page_size = store.conn.execute("PRAGMA page_size").fetchone()[0]
     store.close()
-    assert path.stat().st_size > 121 * 4096
+    pages = path.stat().st_size // page_size
+    assert pages >= 4
     with path.open("r+b") as file:  # two pages in the middle overwritten, as a failing disk might
-        for page in (100, 120):
-            file.seek(page * 4096)
-            file.write(b"\xff" * 4096)
+        for page in (pages // 3, 2 * pages // 3):
+            file.seek(page * page_size)
+            file.write(b"\xff" * page_size)
     env = clean_env(
         DISCORD_TOKEN="dummy-discord-token-123456",
         GEMINI_API_KEY="dummy-gemini-key-abcdef",
