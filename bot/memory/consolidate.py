@@ -34,7 +34,16 @@ from bot.memory.prompts import (
     ConsolidationResult,
     consolidation_prompt,
 )
-from bot.memory.text import clean, content_words, fold, folded_words, worth_reading
+from bot.memory.text import (
+    CHANGE_WORDS,
+    change_words,
+    clean,
+    content_words,
+    fold,
+    folded_words,
+    of_today,
+    worth_reading,
+)
 
 log = logging.getLogger(__name__)
 
@@ -457,11 +466,7 @@ def settled_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Ope
     return None
 
 
-# Words that say a fact changed ("now", "no longer", "moved"), and words that say it grew ("also").
-CHANGE_WORDS = frozenset(
-    "now nowadays longer anymore moved quit stopped former formerly ex instead switched changed left".split()
-)
-CHANGE_PHRASES = re.compile(r"\bthese days\b")  # in folded text
+# Words that say a fact grew ("also"); what says it changed is `text.change_words`.
 ADDITION_WORDS = frozenset("also another additionally".split())
 # "too" where a clause ends says it grew ("I'm learning Portuguese too"); "too slow" does not.
 _CLOSING_TOO = re.compile(r"\btoo\b(?=\s*(?:[.,;:!?)]|$))")
@@ -472,23 +477,19 @@ def says_it_grew(text: str) -> bool:
     return bool(folded_words(text) & ADDITION_WORDS or _CLOSING_TOO.search(fold(text)))
 
 
-def change_words(text: str) -> set[str]:
-    """The words (and phrases) of `text` that say something changed."""
-    return (folded_words(text) & CHANGE_WORDS) | set(CHANGE_PHRASES.findall(fold(text)))
-
-
 def replaced_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Operation | None:
     """INVALIDATE of the nearest candidate about the same thing (sharing an informative word besides
     the name), when the new fact says it changed in words its candidate lacks and adds nothing alongside:
     "Dev's favourite sport is badminton now" replaces "Dev's favourite sport is cricket", "Ben quit
-    carpentry" replaces "Ben works as a carpenter". None when the words do not say so.
+    carpentry" replaces "Ben works as a carpenter". None when the words do not say so, and for what is
+    said of today ("Ben left work early today" retires no job).
 
     A small model (Qwen2.5 1.5B, bench/quality.py) kept such pairs side by side in its consolidation
     answers, and both stayed active. Asked only which known facts a change makes untrue, it named the
     first one listed whatever they said: 10 of 24 right in a trial on the bench's changes, where always
     naming the first would have got 14.
     """
-    if says_it_grew(fact.text):
+    if says_it_grew(fact.text) or of_today(fact.text):
         return None
     changed = change_words(fact.text)
     for known, _ in candidates:

@@ -21,7 +21,14 @@ from bot.memory.durable import statements
 from bot.memory.models import BufferedMessage
 from bot.memory.ports import PartialCheck
 from bot.memory.prompts import LINE_KINDS, SELF_NAMES, CommunityFact, ExtractedFact, SelectionResult
-from bot.memory.text import clean, content_words, strip_background_blocks, worth_reading
+from bot.memory.text import (
+    change_words,
+    clean,
+    content_words,
+    of_today,
+    strip_background_blocks,
+    worth_reading,
+)
 from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
@@ -45,6 +52,8 @@ _OPENERS = re.compile(
     r"|hey|hi|hello|fun fact|by the way)\b[\s,:;!.-]*)+",
     re.I,
 )
+# A few words and a colon before the statement: "big news: I moved to Bergen", "update: I quit".
+_LEAD_IN = re.compile(r"^(?:[\w'’]+\s+){0,2}[\w'’]+:\s+(?=\S)")
 # Words a chat line closes a statement with: "I live in Oslo btw", "I'm a pharmacist, remember". A word
 # people also state things with ("I remember", "anyway") counts only after a comma.
 _CLOSERS = re.compile(
@@ -147,7 +156,39 @@ def write_selected(
             ExtractedFact(speaker=speaker, text=clause, sources=[line.id], sensitive=line.kind == "sensitive")
             for clause in clauses
         )
+    if choosing:
+        chosen = {line.id for line in selection.lines}
+        passed = [messages[local_ids[local]] for local in humans if local not in chosen]
+        written.facts += _changes_passed_over(passed, local_ids, handles, names)
     return written
+
+
+# "now" alone says where someone is as often as what changed ("I'm home now").
+_PASSING = frozenset({"now"})
+
+
+def _changes_passed_over(
+    passed: list[BufferedMessage], local_ids: dict[str, str], handles: dict[str, str], names: set[str]
+) -> list[ExtractedFact]:
+    """The facts of the lines a choosing model passed over that say something changed in the speaker's
+    life ("I moved to Bergen", "I quit carpentry") and that the bot can write itself. A missed change
+    leaves the fact it replaces active: the 1.5B model of bench/quality.py, when it chose, chose 1 to 3
+    of a chunk's 11 self-statements, and the moves and new jobs were among those it left out. What is
+    said of today ("I left work early today") is not such a change.
+    """
+    ids = {mid: local for local, mid in local_ids.items()}
+    facts: list[ExtractedFact] = []
+    for message in passed:
+        text = statements(clean(strip_background_blocks(message.content)))
+        if not change_words(text) - _PASSING:
+            continue
+        speaker = handles[message.author_id]
+        facts += [
+            ExtractedFact(speaker=speaker, text=clause, sources=[ids[message.message_id]])
+            for clause in own_clauses(text, speaker, names) or []
+            if change_words(clause) - _PASSING and not of_today(clause)
+        ]
+    return facts
 
 
 def human_lines(chunk: list[BufferedMessage], local_ids: dict[str, str]) -> list[str]:
@@ -225,7 +266,7 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
     unwritten = False  # a short clause the bot cannot write: "new here", "teacher."
     for sentence in _SENTENCES.split(text):
         for part in _CLAUSES.split(sentence):
-            clause = _OPENERS.sub("", part.strip()).strip(" ,;:-").rstrip(".!… ")
+            clause = _OPENERS.sub("", _LEAD_IN.sub("", part.strip())).strip(" ,;:-").rstrip(".!… ")
             clause = _CLOSERS.sub("", clause)
             if lead := _LEAD.match(clause):
                 clause = f"{lead.group(2)} {lead.group(1)}"

@@ -110,6 +110,28 @@ def folded_words(text: str) -> set[str]:
     return set(_WORDS.findall(fold(text)))
 
 
+# Words that say something changed ("now", "no longer", "moved"), and phrases that do ("these days").
+CHANGE_WORDS = frozenset(
+    "now nowadays longer anymore moved quit stopped former formerly ex instead switched changed left".split()
+)
+_CHANGE_PHRASES = re.compile(r"\bthese days\b")  # in folded text
+
+
+def change_words(text: str) -> set[str]:
+    """The words (and phrases) of `text` that say something changed: consolidation looks further for
+    what such a fact changes, and selection writes such a line the model passed over."""
+    return (folded_words(text) & CHANGE_WORDS) | set(_CHANGE_PHRASES.findall(fold(text)))
+
+
+_TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening)|right now)\b", re.I)
+
+
+def of_today(text: str) -> bool:
+    """Whether `text` says it is about today ("I left work early today"): a change of the day, not of a
+    person's life."""
+    return bool(_TODAY.search(text))
+
+
 def stems(text: str, *, every_word: bool = False) -> set[str]:
     """The informative words of a text (numbers included; `every_word`: stop words and short words too)
     as crude stems cut to five letters, so that "I live in Oslo" and "Ana lives in Oslo" share every

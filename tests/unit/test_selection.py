@@ -90,6 +90,20 @@ async def test_the_bot_writes_the_chosen_lines_first_person_clauses_in_one_call(
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]  # nothing needed a model's writing
 
 
+async def test_a_change_the_choosing_model_passed_over_is_written_all_the_same() -> None:
+    chunk = [
+        said(1, ANA, "I live in Porto"),
+        said(2, BEN, "big news: I moved from Ghent to Bergen last week"),
+        said(3, ANA, "I'm home now"),
+        said(4, BEN, "I left work early today"),
+        said(5, ANA, "je ne travaille plus à Porto"),  # the bot cannot write it, and no model is asked to
+    ]
+    model = Answers({"self": ["m1"]})
+    facts = await facts_of(chunk, model)
+    assert facts == {ANA: ["Ana lives in Porto"], BEN: ["Ben moved from Ghent to Bergen last week"]}
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]
+
+
 async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
     chunk = [
         said(1, ANA, "I live in Porto"),
@@ -204,6 +218,7 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
         # chat words closing a statement are not part of it; "remember" said as a verb is
         ("I live in Oslo btw", ["I live in Oslo"]),
         ("I'm a pharmacist, remember", ["I'm a pharmacist"]),
+        ("big news: I moved to Bergen", ["I moved to Bergen"]),
         ("I still remember my first concert", ["I still remember my first concert"]),
         ("ok, I'll check it later", []),
         ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
