@@ -69,6 +69,12 @@ _NOT_ABOUT_THEM = re.compile(
     r"|understand|hope|need|have to|gotta|want|wanna|would|'d|sure|kidding|joking)\b",
     re.I,
 )
+# "that recipe looks amazing", "the new episode was so good", "it's raining": a clause whose subject is
+# something else, with no first-person word, says nothing about its speaker.
+_OTHER_SUBJECT = re.compile(
+    r"^(?:that|this|these|those|the|it|it's|its|there|there's|he|he's|she|she's|they|they're|his|her|their)\b",
+    re.I,
+)
 # "I'll check it later", "I'm going to grab lunch": a plan is kept only with its date ("I'm running a
 # half marathon on April 12" says when).
 _FUTURE = re.compile(r"^i(?:\s*'\s*ll|\s+will|\s*'\s*m going to|\s+am going to|\s*'\s*m gonna)\b", re.I)
@@ -258,8 +264,10 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
     not one (another language, no subject): then a model writes the line. Empty: nothing to keep.
 
     Greetings and names alone are dropped ("hi all!", "I'm Ben"), and so are the speaker's view of the
-    talk, needs and wishes ("I think ...", "I agree", "I want ...") and a plan without its date ("I'll
-    check it later"); a one-word aside beside a first-person clause ("new here, I live in Porto") is too.
+    talk, needs and wishes ("I think ...", "I agree", "I want ..."), a clause about something else
+    ("that recipe looks amazing": a model chose such lines, and its rewrite call wrote nothing from
+    them, 6 s of a flush) and a plan without its date ("I'll check it later"); a one-word aside beside a
+    first-person clause ("new here, I live in Porto") is too.
     A time or place said first is moved after the statement ("in the evenings I play the cello").
     """
     kept: list[str] = []
@@ -274,6 +282,7 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
             if (
                 not said
                 or _NOT_ABOUT_THEM.match(clause)
+                or (_OTHER_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause))
                 or (_FUTURE.match(clause) and not _WHEN.search(clause))
             ):
                 continue

@@ -219,6 +219,9 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
         ("I live in Oslo btw", ["I live in Oslo"]),
         ("I'm a pharmacist, remember", ["I'm a pharmacist"]),
         ("big news: I moved to Bergen", ["I moved to Bergen"]),
+        # about something else: nothing to write, and nothing for a model to write
+        ("that recipe looks amazing", []),
+        ("the flat is tiny but my cat loves it", ["my cat loves it"]),
         ("I still remember my first concert", ["I still remember my first concert"]),
         ("ok, I'll check it later", []),
         ("I'm running a half marathon on April 12", ["I'm running a half marathon on April 12"]),
