@@ -164,8 +164,8 @@ def write_selected(
         )
     if choosing:
         chosen = {line.id for line in selection.lines}
-        passed = [messages[local_ids[local]] for local in humans if local not in chosen]
-        written.facts += _changes_passed_over(passed, local_ids, handles, names)
+        passed = [(local, messages[local_ids[local]]) for local in humans if local not in chosen]
+        written.facts += _changes_passed_over(passed, handles, names)
     return written
 
 
@@ -174,23 +174,22 @@ _PASSING = frozenset({"now"})
 
 
 def _changes_passed_over(
-    passed: list[BufferedMessage], local_ids: dict[str, str], handles: dict[str, str], names: set[str]
+    passed: list[tuple[str, BufferedMessage]], handles: dict[str, str], names: set[str]
 ) -> list[ExtractedFact]:
     """The facts of the lines a choosing model passed over that say something changed in the speaker's
     life ("I moved to Bergen", "I quit carpentry") and that the bot can write itself. A missed change
-    leaves the fact it replaces active: the 1.5B model of bench/quality.py, when it chose, chose 1 to 3
-    of a chunk's 11 self-statements, and the moves and new jobs were among those it left out. What is
-    said of today ("I left work early today") is not such a change.
+    leaves the fact it replaces active: the 1.5B model of bench/quality.py, when it chose, chose 1 to 4
+    lines, often chatter, and left the moves and new jobs out. What is said of today ("I left work early
+    today") is not such a change. `passed`: (local id, message) of each line passed over.
     """
-    ids = {mid: local for local, mid in local_ids.items()}
     facts: list[ExtractedFact] = []
-    for message in passed:
+    for local, message in passed:
         text = statements(clean(strip_background_blocks(message.content)))
         if not change_words(text) - _PASSING:
             continue
         speaker = handles[message.author_id]
         facts += [
-            ExtractedFact(speaker=speaker, text=clause, sources=[ids[message.message_id]])
+            ExtractedFact(speaker=speaker, text=clause, sources=[local])
             for clause in own_clauses(text, speaker, names) or []
             if change_words(clause) - _PASSING and not of_today(clause)
         ]
