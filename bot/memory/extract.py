@@ -204,9 +204,8 @@ async def _select(
     community: bool,
 ) -> ExtractionResult:
     """The selection call (on the transcript `untimed`: it writes no fact, and its episodes' dates come
-    from the day lines), the bot's writing,
-    and (only for lines the bot cannot write) the short rewrite call, with times; together, one answer
-    for the same checks an enumerated answer gets."""
+    from the day lines), the bot's writing, and (only for lines the bot cannot write) the short rewrite
+    call, with times; together, one answer for the same checks an enumerated answer gets."""
     try:
         selection = await llm.generate_json(
             Purpose.EXTRACT,

@@ -141,7 +141,7 @@ def write_selected(
         message = messages.get(local_ids.get(line.id, ""))
         if message is None or message.is_bot:
             continue
-        text = statements(clean(strip_background_blocks(message.content)))
+        text = _said(message)
         if not worth_reading(text):
             continue
         if line.kind == "community":
@@ -169,6 +169,11 @@ def write_selected(
     return written
 
 
+def _said(message: BufferedMessage) -> str:
+    """What a line states, as the bot writes from it: cleaned, background blocks and questions left out."""
+    return statements(clean(strip_background_blocks(message.content)))
+
+
 # "now" alone says where someone is as often as what changed ("I'm home now").
 _PASSING = frozenset({"now"})
 
@@ -184,7 +189,7 @@ def _changes_passed_over(
     """
     facts: list[ExtractedFact] = []
     for local, message in passed:
-        text = statements(clean(strip_background_blocks(message.content)))
+        text = _said(message)
         if not change_words(text) - _PASSING:
             continue
         speaker = handles[message.author_id]

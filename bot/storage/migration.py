@@ -59,12 +59,12 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
 # Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).
 WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages", "episodes")
-LINKED_LATER = {("facts", "superseded_by")}
+LINKED_LATER = {("facts", "superseded_by")}  # the fact it points to may be newer: `_link_history` sets it
 # SQLite's vector rows with their fact's owner, as PostgreSQL's rows hold them.
 VECTORS_WITH_OWNER = (
     "SELECT v.fact_id AS fact_id, f.scope AS scope, f.user_id AS user_id, v.embedding AS embedding "
     "FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id"
-)  # the fact it points to may be newer: `_link_history` sets it
+)
 
 
 @dataclass
