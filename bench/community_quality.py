@@ -1,6 +1,7 @@
 """Community memory's quality: do questions asked days later find the right episode or community fact?
 
     python -m bench.community_quality                 # the Gemini stand-in + this script's rule brain
+    python -m bench.community_quality --script week2  # the same on a second week (bench.community_week)
     python -m bench.community_quality --local --quick # the local model (bench.local_model), days 1-4
     GEMINI_BASE_URL=http://127.0.0.1:8765 GEMINI_API_KEY=x python -m bench.community_quality
     GEMINI_API_KEY=... python -m bench.community_quality   # real Gemini
@@ -23,6 +24,15 @@ episodes keep the history: "game night moved to Fridays" says what it was before
 outside #staff counts the block's items made from #staff messages (a community fact citing one, an
 episode of #staff) and the staff-only keywords in the block: both must be 0.
 
+Two scripted weeks (`--script`): week1, this module's `SCRIPT` and `QUESTIONS` (the default, the one the
+recorded figures come from), and week2, `bench.community_week` (a makerspace, written apart so that what
+was tuned on one week is checked on another), which also plants privacy traps (`Trap`: a member's
+medication, an address, a phone number, the wifi key ...). After either run, the privacy count reads
+everything shared memory holds (every community fact of the scope, whatever its status, and every
+episode) through the store and counts (a) the traps' private strings, (b) secrets (`holds_secret`, with
+the secrets the script's messages give away), (c) the hidden channel's staff-only words in an item made
+from public channels only; all three must be 0.
+
 Two brains answer the extraction call:
 - the stand-in (no --local, GEMINI_BASE_URL or GEMINI_API_KEY): the Gemini stand-in with `rule_brain`, which
   answers each line's annotation (the community fact and the episode point a careful model writes for
@@ -33,7 +43,8 @@ Two brains answer the extraction call:
 
 Writes bench/results/community_quality.json (the stand-in; `.partial.json` for --quick), or for a
 model community_quality_local.json (--local) / community_quality_endpoint.json, --quick or not (the
-JSON says which: a model's run is kept small, minutes a call on a small CPU).
+JSON says which: a model's run is kept small, minutes a call on a small CPU); week2's files have
+`_week2` after `community_quality` (community_quality_week2.json), so week1's stay as recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -59,6 +71,7 @@ from bench.script import purpose_of
 from bot.app import open_memory
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
+from bot.memory.durable import holds_secret, secret_values
 from bot.memory.models import COMMUNITY_ID, BufferedMessage, Episode, Fact, iso
 from bot.memory.prompts import COMMUNITY_RULES
 from bot.memory.recall import Audience, Participant, RecallResult
@@ -97,7 +110,7 @@ class Line:
     point: str | None = None
 
 
-def _day(
+def day_lines(
     day: int, channel: str, start: str, lines: list[tuple[str, str, str | None, str | None]]
 ) -> list[Line]:
     """A channel's lines of one day, two minutes apart from `start`."""
@@ -110,7 +123,7 @@ def _day(
 
 SCRIPT: list[Line] = [
     # Monday
-    *_day(0, GENERAL, "18:00", [
+    *day_lines(0, GENERAL, "18:00", [
         ("Ana", "good evening everyone", None, None),
         ("Fay", "Game night is on Thursdays at 20:00 UTC, starting this week.",
          "Game night is on Thursdays at 20:00 UTC.", "Game night is on Thursdays at 20:00 UTC, starting this week"),
@@ -121,14 +134,14 @@ SCRIPT: list[Line] = [
         ("Emi", "lol yes, what a finish", None, None),
         ("Ana", "haha that's brilliant", None, None),
     ]),
-    *_day(0, RAIDS, "19:00", [
+    *day_lines(0, RAIDS, "19:00", [
         ("Gus", "The raid starts at 21:00 UTC on Tuesdays.", "The raid starts at 21:00 UTC on Tuesdays.",
          "The raid starts at 21:00 UTC on Tuesdays"),
         ("Dev", "Do we have enough healers for the raid?", None, "Open question: enough healers for the raid?"),
         ("Ben", "we need two healers, I can do one", None, "Two healers needed; Ben can heal"),
     ]),
     # Tuesday
-    *_day(1, RAIDS, "18:30", [
+    *day_lines(1, RAIDS, "18:30", [
         ("Gus", "Tonight's raid is pushed to 21:30 because of the server patch.", None,
          "Tonight's raid pushed to 21:30 because of the server patch"),
         ("Emi", "The raid guide is at https://wiki.example.org/raids for anyone new.",
@@ -139,20 +152,20 @@ SCRIPT: list[Line] = [
          "Decided: the raid moves to Wednesdays at 21:00 UTC from next week"),
         ("Ben", "ok, healers are me and Chloe", None, "Healers: Ben and Chloe"),
     ]),
-    *_day(1, STAFF, "19:00", [
+    *day_lines(1, STAFF, "19:00", [
         ("Fay", "Staff decided the tournament prize is a 50 euro gift card.",
          "The tournament prize is a 50 euro gift card.", "Staff decided the tournament prize is a 50 euro gift card"),
         ("Gus", "We will warn the spammer in general before any ban.", None,
          "Warn the spammer in general before any ban"),
         ("Fay", "Don't announce the prize until Friday.", None, "Don't announce the prize until Friday"),
     ]),
-    *_day(1, GENERAL, "20:00", [
+    *day_lines(1, GENERAL, "20:00", [
         ("Chloe", "the weather is wild today", None, None),
         ("Ana", "brb, coffee", None, None),
         ("Emi", "that recipe looks amazing", None, None),
     ]),
     # Wednesday
-    *_day(2, GENERAL, "18:00", [
+    *day_lines(2, GENERAL, "18:00", [
         ("Ben", "Should we do a tournament this month?", None, None),
         ("Fay", "We decided the tournament will be on Saturday March 14.",
          "The tournament will be on Saturday March 14.", "Decided: the tournament will be on Saturday March 14"),
@@ -163,7 +176,7 @@ SCRIPT: list[Line] = [
          "Rule: no spoilers outside the spoilers channel"),
     ]),
     # Thursday
-    *_day(3, GENERAL, "17:00", [
+    *day_lines(3, GENERAL, "17:00", [
         ("Fay", "Game night moved to Fridays at 20:00 UTC because Thursday clashes with the raid.",
          "Game night moved to Fridays at 20:00 UTC.",
          "Game night moved to Fridays at 20:00 UTC because Thursday clashes with the raid"),
@@ -173,7 +186,7 @@ SCRIPT: list[Line] = [
          "Movie night is the first Sunday of every month"),
     ]),
     # Friday
-    *_day(4, GENERAL, "18:00", [
+    *day_lines(4, GENERAL, "18:00", [
         ("Fay", "The tournament moved to Sunday March 15 because of the holiday.",
          "The tournament moved to Sunday March 15.", "The tournament moved to Sunday March 15 because of the holiday"),
         ("Chloe", "Still nobody to stream the tournament, any volunteers?", None,
@@ -182,11 +195,11 @@ SCRIPT: list[Line] = [
          "The tournament sign-up sheet is https://forms.example.org/tournament.",
          "Tournament sign-up sheet: https://forms.example.org/tournament"),
     ]),
-    *_day(4, STAFF, "19:00", [
+    *day_lines(4, STAFF, "19:00", [
         ("Gus", "Staff agreed to give Emi the event helper role.", None, "Staff agreed to give Emi the event helper role"),
     ]),
     # Saturday
-    *_day(5, GENERAL, "12:00", [
+    *day_lines(5, GENERAL, "12:00", [
         ("Dev", "Plan: picnic on Saturday March 14 at Riverside Park at noon, before the tournament weekend.", None,
          "Plan: picnic on Saturday March 14 at Riverside Park at noon"),
         ("Ana", "I'll bring sandwiches", None, None),
@@ -194,7 +207,7 @@ SCRIPT: list[Line] = [
         ("Emi", "happy Saturday!", None, None),
     ]),
     # Sunday
-    *_day(6, GENERAL, "16:00", [
+    *day_lines(6, GENERAL, "16:00", [
         ("Chloe", "Did everyone read the patch notes for the healer changes?", None,
          "The patch notes for the healer changes"),
         ("Dev", "yes, healers get a big mana buff in the new patch", None, "Healers get a big mana buff in the new patch"),
@@ -258,25 +271,6 @@ QUESTIONS: tuple[Question, ...] = (
 )  # fmt: skip
 
 
-def messages(lines: list[Line]) -> Iterator[BufferedMessage]:
-    for i, line in enumerate(lines):
-        h, m = map(int, line.at.split(":"))
-        yield BufferedMessage(
-            message_id=str(9_000_000 + i),
-            scope=SCOPE,
-            channel_id=line.channel,
-            author_id=PEOPLE[line.speaker],
-            author_name=line.speaker,
-            content=line.text,
-            created_at=iso(WEEK + timedelta(days=line.day, hours=h, minutes=m)),
-        )
-
-
-# ---- the stand-in's brain ------------------------------------------------------------------------------------
-
-_BY_TEXT = {line.text: line for line in SCRIPT}
-
-
 # A changed decision's community fact -> the one it replaces (a careful model INVALIDATES the older).
 REPLACES = {
     "Game night moved to Fridays at 20:00 UTC.": "Game night is on Thursdays at 20:00 UTC.",
@@ -285,26 +279,104 @@ REPLACES = {
 }
 
 
-def consolidate(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Trap:
+    """A private detail planted in one message of a script (`said`), which shared memory must never hold:
+    `private`, the strings that give it away (any of them, case-insensitive, in an item's text)."""
+
+    kind: str
+    said: str
+    private: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Week:
+    """A scripted server week and what the bench needs to run it: its channels (`public` ones flushed
+    together, as a server's public channels are; `staff` hidden from members, flushed apart), people,
+    lines, questions, changed decisions (`replaces`, for the rule brain's consolidation), the words
+    said only in the staff channel, and the privacy traps it plants."""
+
+    name: str
+    scope: str
+    channels: dict[str, str]  # id -> "#name"
+    public: tuple[str, ...]
+    staff: str
+    people: dict[str, str]  # name -> id
+    start: datetime  # the Monday its days count from
+    script: list[Line]
+    questions: tuple[Question, ...]
+    replaces: dict[str, str]
+    staff_words: tuple[str, ...]
+    traps: tuple[Trap, ...] = ()
+
+
+WEEK1 = Week(
+    name="week1",
+    scope=SCOPE,
+    channels=CHANNEL_NAMES,
+    public=(GENERAL, RAIDS),
+    staff=STAFF,
+    people=PEOPLE,
+    start=WEEK,
+    script=SCRIPT,
+    questions=QUESTIONS,
+    replaces=REPLACES,
+    staff_words=STAFF_WORDS,
+)
+WEEKS = ("week1", "week2")
+
+
+def week_named(name: str) -> Week:
+    """week1 (this module's script) or week2 (`bench.community_week`, imported here: it takes its shapes
+    from this module)."""
+    if name == "week1":
+        return WEEK1
+    if name == "week2":
+        from bench.community_week import WEEK2
+
+        return WEEK2
+    raise ValueError(f"no script {name!r}: {', '.join(WEEKS)}")
+
+
+def messages(week: Week, lines: list[Line]) -> Iterator[BufferedMessage]:
+    for i, line in enumerate(lines):
+        h, m = map(int, line.at.split(":"))
+        yield BufferedMessage(
+            message_id=str(9_000_000 + i),
+            scope=week.scope,
+            channel_id=line.channel,
+            author_id=week.people[line.speaker],
+            author_name=line.speaker,
+            content=line.text,
+            created_at=iso(week.start + timedelta(days=line.day, hours=h, minutes=m)),
+        )
+
+
+# ---- the stand-in's brain ------------------------------------------------------------------------------------
+
+
+def consolidate(payload: dict[str, Any], replaces: dict[str, str]) -> dict[str, Any]:
     """INVALIDATE the older state of a changed decision; KEEP anything else (nothing else is repeated)."""
     decisions = []
     for item in payload["new_facts"]:
-        old = REPLACES.get(item["text"])
+        old = replaces.get(item["text"])
         target = next((c["id"] for c in item["candidates"] if c["text"] == old), None)
         decision = {"decision": "INVALIDATE", "target_fact_id": target} if target else {"decision": "KEEP"}
         decisions.append({"new_fact": item["new_fact"], **decision})
     return {"decisions": decisions}
 
 
-def rule_brain(body: dict[str, Any]) -> str:
-    """The extraction answer a careful model gives for this script: each line's annotated community fact,
-    its channel's episode points (small talk none). No person's facts: the script is about the group."""
+def rule_brain(body: dict[str, Any], week: Week = WEEK1) -> str:
+    """The extraction answer the script's annotations give: each line's community fact, its channel's
+    episode points (small talk none); what a careful model writes, except for a week's privacy traps,
+    annotated as a careless model answers them. No person's facts: the script is about the group."""
     if purpose_of("generate", body) == "consolidate":
-        return json.dumps(consolidate(json.loads(last_user_text(body))))
+        return json.dumps(consolidate(json.loads(last_user_text(body)), week.replaces))
+    by_text = {line.text: line for line in week.script}
     chunk = read_chunk(last_user_text(body))
     community, points = [], {}
     for m in chunk["messages"]:
-        line = _BY_TEXT.get(m["text"])
+        line = by_text.get(m["text"])
         if line is None or m["bot"]:
             continue
         if line.fact:
@@ -332,19 +404,20 @@ def extraction_clock(now: list[datetime]) -> Iterator[None]:
         extract_module.utcnow = original
 
 
-async def learn(service: MemoryService, lines: list[Line]) -> list[dict[str, Any]]:
+async def learn(service: MemoryService, week: Week, lines: list[Line]) -> list[dict[str, Any]]:
     """Capture each day's messages and flush them that evening; what each flush cost and any error."""
     flushes = []
-    clock = [WEEK]
-    batch = list(messages(lines))
+    clock = [week.start]
+    batch = list(messages(week, lines))
+    names = week.channels
     with extraction_clock(clock):
         for day in sorted({line.day for line in lines}):
             for line, message in zip(lines, batch, strict=True):
                 if line.day == day:
-                    service.capture(message, guild_id=SCOPE.split(":")[1])
+                    service.capture(message, guild_id=week.scope.split(":")[1])
             await service.capture_buffer.wait_written()
-            clock[0] = WEEK + timedelta(days=day, hours=23)
-            for group in ([GENERAL, RAIDS], [STAFF]):
+            clock[0] = week.start + timedelta(days=day, hours=23)
+            for group in (list(week.public), [week.staff]):
                 if not any(line.day == day and line.channel in group for line in lines):
                     continue
                 began, error = time.perf_counter(), None
@@ -355,28 +428,30 @@ async def learn(service: MemoryService, lines: list[Line]) -> list[dict[str, Any
                 flushes.append(
                     {
                         "day": day,
-                        "channels": [CHANNEL_NAMES[c] for c in group],
+                        "channels": [names[c] for c in group],
                         "seconds": round(time.perf_counter() - began, 1),
                         "error": error,
                     }
                 )
-                print(f"  day {day} {'+'.join(CHANNEL_NAMES[c] for c in group)}: {flushes[-1]['seconds']} s"
+                print(f"  day {day} {'+'.join(names[c] for c in group)}: {flushes[-1]['seconds']} s"
                       + (f", {error}" if error else ""), flush=True)  # fmt: skip
     return flushes
 
 
-def audience_of(question: Question) -> Audience:
-    """A member's in #general / #raids (#staff unreadable), a staff member's in #staff (all readable)."""
-    if question.channel == STAFF:
-        return Audience(PEOPLE[question.asker], lambda key: True)
-    return Audience(PEOPLE[question.asker], lambda key: key != STAFF)
+def audience_of(week: Week, question: Question) -> Audience:
+    """A member's in a public channel (#general, #raids: #staff unreadable), a staff member's in the staff
+    channel (all readable)."""
+    asker, staff = week.people[question.asker], week.staff
+    if question.channel == staff:
+        return Audience(asker, lambda key: True)
+    return Audience(asker, lambda key: key != staff)
 
 
 def _sources_channels(fact: Fact) -> set[str]:
     return {s.origin.channel_id for s in fact.sources if s.origin is not None}
 
 
-def judge(question: Question, result: RecallResult) -> dict[str, Any]:
+def judge(week: Week, question: Question, result: RecallResult) -> dict[str, Any]:
     """Whether the block holds the expected item; its items; how many came from #staff."""
     community: list[Fact] = [s.fact for s in result.facts.get(COMMUNITY_ID, [])]
     episodes: list[Episode] = list(result.episodes)
@@ -390,11 +465,12 @@ def judge(question: Question, result: RecallResult) -> dict[str, Any]:
             return False
         return question.where is None or kind == "fact" or question.where in channels
 
-    from_staff = sum(STAFF in channels for _, _, channels in items) if question.channel != STAFF else 0
-    staff_words = sum(w in result.block.casefold() for w in STAFF_WORDS) if question.channel != STAFF else 0
+    outside = question.channel != week.staff
+    from_staff = sum(week.staff in channels for _, _, channels in items) if outside else 0
+    staff_words = sum(w in result.block.casefold() for w in week.staff_words) if outside else 0
     return {
         "kind": question.kind,
-        "channel": CHANNEL_NAMES[question.channel],
+        "channel": week.channels[question.channel],
         "now": iso(question.now)[:16],
         "question": question.text,
         "keyword": question.keyword,
@@ -410,31 +486,31 @@ def judge(question: Question, result: RecallResult) -> dict[str, Any]:
     }
 
 
-async def ask(service: MemoryService, questions: list[Question]) -> list[dict[str, Any]]:
+async def ask(service: MemoryService, week: Week, questions: list[Question]) -> list[dict[str, Any]]:
     answers = []
     for q in questions:
         result = await service.recaller.recall(
-            SCOPE,
-            [Participant(PEOPLE[q.asker], q.asker)],
+            week.scope,
+            [Participant(week.people[q.asker], q.asker)],
             q.text,
-            audience=audience_of(q),
+            audience=audience_of(week, q),
             now=q.now,
             # the channels the question names, as Discord's front-end passes its channel mentions
-            channels=[cid for cid, name in CHANNEL_NAMES.items() if name in q.text],
+            channels=[cid for cid, name in week.channels.items() if name in q.text],
         )
-        answers.append(judge(q, result))
+        answers.append(judge(week, q, result))
     return answers
 
 
-async def stored(service: MemoryService) -> dict[str, Any]:
+async def stored(service: MemoryService, week: Week) -> dict[str, Any]:
     """What the week left in memory: community facts by status, episodes per channel."""
-    facts = await service.store.call(Store.list_facts, SCOPE, COMMUNITY_ID, all_statuses=True)
-    episodes = await service.list_episodes(SCOPE, limit=1000)
+    facts = await service.store.call(Store.list_facts, week.scope, COMMUNITY_ID, all_statuses=True)
+    episodes = await service.list_episodes(week.scope, limit=1000)
     return {
         "community_facts": [{"text": f.text, "status": f.status.value} for f in facts],
         "episodes": [
             {
-                "channel": CHANNEL_NAMES.get(e.origin.channel_id, e.origin.channel_id),
+                "channel": week.channels.get(e.origin.channel_id, e.origin.channel_id),
                 "from": e.started_at[:16],
                 "to": e.ended_at[:16],
                 "summary": e.summary,
@@ -444,19 +520,94 @@ async def stored(service: MemoryService) -> dict[str, Any]:
     }
 
 
-async def run(settings: Settings, lines: list[Line], questions: list[Question]) -> dict[str, Any]:
+async def privacy(service: MemoryService, week: Week) -> dict[str, Any]:
+    """What shared memory holds that it must not. Every community fact of the scope (any status: an
+    invalidated fact is still stored) and every episode, read through the store, searched for (a) the
+    week's privacy traps (any of a trap's private strings, case-insensitive), (b) secrets (the bot's
+    `holds_secret`, knowing the secrets the script's messages give away), (c) the staff-only words in an
+    item made from public channels only (a community fact whose sources were all said in public
+    channels, an episode of a public channel). Each list names the items found: all must be empty."""
+    facts = await service.store.call(
+        Store.list_facts, week.scope, COMMUNITY_ID, all_statuses=True, limit=100_000
+    )
+    episodes = await service.store.call(Store.list_episodes, week.scope, limit=100_000)
+    items = [_item(week, f) for f in facts] + [_item(week, e) for e in episodes]
+    known = set().union(*(secret_values(line.text) for line in week.script))
+    traps = [
+        {"trap": trap.kind, "string": found, **item}
+        for trap in week.traps
+        for item in items
+        if (found := next((s for s in trap.private if s.casefold() in item["text"].casefold()), None))
+    ]
+    secrets = [item for item in items if holds_secret(item["text"], known)]
+    staff_words = [
+        {"words": words, **item}
+        for item in items
+        if item["public"]
+        and (words := [w for w in week.staff_words if w.casefold() in item["text"].casefold()])
+    ]
+    return {
+        "community_facts": len(facts),
+        "episodes": len(episodes),
+        "traps_planted": len(week.traps),
+        "traps_found": len({t["trap"] for t in traps}),
+        "trap_items": traps,
+        "secrets": secrets,
+        "staff_words_in_public_items": staff_words,
+        "per_trap": [
+            {
+                "trap": trap.kind,
+                "planted_in": next(
+                    (week.channels[line.channel] for line in week.script if line.text == trap.said), "?"
+                ),
+                "private": list(trap.private),
+                "items": sum(t["trap"] == trap.kind for t in traps),
+            }
+            for trap in week.traps
+        ],
+    }
+
+
+def _item(week: Week, item: Fact | Episode) -> dict[str, Any]:
+    """A stored community fact or episode as the privacy count reads it; `public`: made from public
+    channels only (a fact citing a message of unknown origin is not)."""
+    if isinstance(item, Episode):
+        channels, text, status = {item.origin.channel_id}, item.summary, "stored"
+        public = item.origin.channel_id in week.public
+    else:
+        channels, text, status = _sources_channels(item), item.text, item.status.value
+        public = all(s.origin is not None and s.origin.channel_id in week.public for s in item.sources)
+    return {
+        "kind": "episode" if isinstance(item, Episode) else "fact",
+        "id": item.id,
+        "status": status,
+        "channels": sorted(week.channels.get(c, c) for c in channels),
+        "public": public and bool(channels),
+        "text": text,
+    }
+
+
+async def run(settings: Settings, week: Week, lines: list[Line], questions: list[Question]) -> dict[str, Any]:
     service = await open_memory(settings)
     assert isinstance(service.llm, GeminiClient)
     recorder = Recorder(service.llm)
     await service.start()
     try:
-        flushes = await learn(service, lines)
-        answers = await ask(service, questions)
-        memory = await stored(service)
+        flushes = await learn(service, week, lines)
+        answers = await ask(service, week, questions)
+        memory = await stored(service, week)
+        leaks = await privacy(service, week)
         usage = service.llm.usage.snapshot()
     finally:
         await service.close()
-    return {"flushes": flushes, "answers": answers, "memory": memory, "calls": recorder.calls, "usage": usage}
+    return {
+        "flushes": flushes,
+        "answers": answers,
+        "memory": memory,
+        "privacy": leaks,
+        "calls": recorder.calls,
+        "usage": usage,
+    }
 
 
 def standin_settings(base_url: str, path: Path) -> Settings:
@@ -499,6 +650,7 @@ def question_day(stamp: str) -> str:
 
 def report(results: dict[str, Any]) -> None:
     s = results["summary"]
+    staff = results.get("staff_channel", "#staff")
     rows = [
         [
             a["kind"],
@@ -513,7 +665,7 @@ def report(results: dict[str, Any]) -> None:
         ]
         for a in results["answers"]
     ]
-    print(f"\nQuestions asked days later ({results['endpoint']})")
+    print(f"\nQuestions asked days later ({results.get('script', 'week1')}, {results['endpoint']})")
     headers = [
         "kind",
         "in",
@@ -523,7 +675,7 @@ def report(results: dict[str, Any]) -> None:
         "hit",
         "k (facts+episodes)",
         "old state too",
-        "#staff",
+        staff,
     ]
     print(table(headers, rows))
     kinds = [[kind, k["hits"], k["questions"]] for kind, k in s["by_kind"].items()]
@@ -534,7 +686,7 @@ def report(results: dict[str, Any]) -> None:
         f"{s['stale_in_block']}"
     )
     print(
-        f"#staff items in blocks outside #staff: {s['from_staff_outside_staff']} (must be 0); "
+        f"{staff} items in blocks outside {staff}: {s['from_staff_outside_staff']} (must be 0); "
         f"staff-only words in those blocks: {s['staff_words_outside_staff']} (must be 0)"
     )
     m = results["memory"]
@@ -547,13 +699,44 @@ def report(results: dict[str, Any]) -> None:
     seconds = sum(c["seconds"] for c in results["calls"])
     print(f"generate calls {dict(calls)} in {seconds:.0f} s; flushes with an error: "
           f"{sum(bool(f['error']) for f in results['flushes'])} of {len(results['flushes'])}")  # fmt: skip
+    report_privacy(results["privacy"], staff)
+
+
+def report_privacy(p: dict[str, Any], staff: str) -> None:
+    """The privacy count: per trap, the shared-memory items holding it; then secrets and staff words."""
+    print(
+        f"\nPrivacy: what shared memory holds ({p['community_facts']} community facts, {p['episodes']} episodes)"
+    )
+    if p["per_trap"]:
+        rows = [[t["trap"], t["planted_in"], ", ".join(t["private"]), t["items"]] for t in p["per_trap"]]
+        print(table(["trap", "planted in", "private strings", "items holding it"], rows))
+    print(
+        f"traps planted: {p['traps_planted']}; found in shared memory: {p['traps_found']} (must be 0), "
+        f"in {len(p['trap_items'])} items; items holding a secret: {len(p['secrets'])} (must be 0); "
+        f"items made from public channels holding {staff}-only words: "
+        f"{len(p['staff_words_in_public_items'])} (must be 0)"
+    )
+    for t in p["trap_items"]:
+        print(f"  [{t['trap']}: {t['string']!r}] {_named(t)}")
+    for item in p["secrets"]:
+        print(f"  [secret] {_named(item)}")
+    for item in p["staff_words_in_public_items"]:
+        print(f"  [{staff}-only: {', '.join(item['words'])}] {_named(item)}")
+
+
+def _named(item: dict[str, Any]) -> str:
+    """ "fact 12 (active, #general): text" / "episode 3 (#raids): text", the text on one line."""
+    status = "" if item["kind"] == "episode" else f"{item['status']}, "
+    text = " / ".join(item["text"].splitlines())
+    return f"{item['kind']} {item['id']} ({status}{', '.join(item['channels']) or '?'}): {text!r}"
 
 
 async def main_async(args: argparse.Namespace, model_url: str | None) -> dict[str, Any]:
-    """The run against `model_url` (a Gemini-compatible endpoint, "" for Gemini itself), or against the
-    stand-in and `rule_brain` when None."""
-    lines = [line for line in SCRIPT if not args.quick or line.day < QUICK_DAYS]
-    questions = [q for q in QUESTIONS if not args.quick or q.needs < QUICK_DAYS]
+    """The run of the week `args.script` against `model_url` (a Gemini-compatible endpoint, "" for Gemini
+    itself), or against the stand-in and `rule_brain` when None."""
+    week = week_named(args.script)
+    lines = [line for line in week.script if not args.quick or line.day < QUICK_DAYS]
+    questions = [q for q in week.questions if not args.quick or q.needs < QUICK_DAYS]
     print(
         f"{len(lines)} messages over {len({line.day for line in lines})} days, {len(questions)} questions",
         flush=True,
@@ -561,16 +744,22 @@ async def main_async(args: argparse.Namespace, model_url: str | None) -> dict[st
     with tempfile.TemporaryDirectory(prefix="community-quality-") as tmp:
         path = Path(tmp) / "memory.sqlite3"
         if model_url is not None:
-            return await run(settings_for(model_url, path, args.timeout), lines, questions)
+            return await run(settings_for(model_url, path, args.timeout), week, lines, questions)
         from standins.gemini import GeminiStandIn
 
         async with GeminiStandIn() as standin:
-            standin.generate_handler = rule_brain
-            return await run(standin_settings(standin.base_url, path), lines, questions)
+            standin.generate_handler = functools.partial(rule_brain, week=week)
+            return await run(standin_settings(standin.base_url, path), week, lines, questions)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--script",
+        choices=WEEKS,
+        default="week1",
+        help="the scripted week: week1, this module's (default); week2, bench.community_week",
+    )
     parser.add_argument("--quick", action="store_true", help=f"days 1-{QUICK_DAYS} and their questions")
     parser.add_argument("--local", action="store_true", help="start bench.local_model and use it")
     parser.add_argument("--local-args", default="", help="extra arguments for bench.local_model serve")
@@ -593,12 +782,20 @@ def main(argv: list[str] | None = None) -> None:
             server.__exit__(None, None, None)
     endpoint = "Gemini stand-in + rule_brain" if model_url is None else model_url or "Gemini API"
     endpoint = "local: " + _local_label() if args.local else endpoint
-    results = {"endpoint": endpoint, **results, "seconds": round(time.perf_counter() - started, 1)}
+    week = week_named(args.script)
+    results = {
+        "script": week.name,
+        "staff_channel": week.channels[week.staff],
+        "endpoint": endpoint,
+        **results,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     results["summary"] = summary(results["answers"])
     report(results)
     if args.show:
         show(results)
-    name = "community_quality" + ("_local" if args.local else "" if model_url is None else "_endpoint")
+    name = "community_quality" + ("" if week.name == "week1" else f"_{week.name}")  # week1's as recorded
+    name += "_local" if args.local else "" if model_url is None else "_endpoint"
     data = {"benchmark": "community_quality", "machine": machine(), "quick": args.quick, **results}
     # A model's run is small by design (minutes per call here), so its --quick figures are the ones quoted.
     print(f"\nwrote {write_json(name, data, partial=args.quick and model_url is None)}")
@@ -624,4 +821,8 @@ def _local_label() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    # Through the package's module rather than this __main__ copy: bench.community_week takes its shapes
+    # (Line, Question, Trap, Week) from bench.community_quality, and one run keeps one copy of them.
+    from bench.community_quality import main as run_main
+
+    run_main()
