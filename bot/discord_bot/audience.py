@@ -67,6 +67,21 @@ def open_to_everyone(guild: discord.Guild, channel: discord.abc.GuildChannel) ->
     return not any(o.view_channel is False for o in channel.overwrites.values())
 
 
+def decides_here(message: discord.Message) -> bool:
+    """Whether a message's author could decide for the server where they said it (Manage Server or
+    Manage Messages in that channel): a rule or decision made only of such messages speaks as the
+    server; anyone else's is served as their own word."""
+    author, channel = message.author, message.channel
+    if (
+        message.guild is None
+        or not isinstance(author, discord.Member)
+        or not hasattr(channel, "permissions_for")
+    ):
+        return False
+    allowed = channel.permissions_for(author)
+    return bool(allowed.manage_guild or allowed.manage_messages)
+
+
 def can_view(channel: discord.abc.GuildChannel, member: discord.Member) -> bool:
     return channel.permissions_for(member).view_channel
 

@@ -293,21 +293,41 @@ def community_lines(chunk: Sequence[BufferedMessage], bot_names: Collection[str]
     Never the bot's: its own turns, a line it answered (a bot line's `reply_to`) or that replies to it,
     a line that opens with a mention and asks or tells something, or with one of `bot_names`.
     """
-    bot_ids = {m.message_id for m in chunk if m.is_bot}
-    answered = {m.reply_to for m in chunk if m.is_bot and m.reply_to}
-    names = [folded for name in bot_names if (folded := " ".join(fold(name).split()))]
+    names = _folded_names(bot_names)
     people = _people(chunk, names)
+    skipped = bots_business(chunk, bot_names)
     found: list[CommunityLine] = []
     for message in chunk:
-        if message.is_bot or message.message_id in answered or message.reply_to in bot_ids:
+        if message.message_id in skipped:
             continue
         text = clean(strip_background_blocks(message.content))
-        if not worth_reading(text) or _not_the_communitys(text, names):
+        if not worth_reading(text):
             continue
         reading = _reading(text, people)
         if reading is not None:
             found.append(CommunityLine(message.message_id, *reading))
     return found
+
+
+def bots_business(chunk: Sequence[BufferedMessage], bot_names: Collection[str] = ()) -> set[str]:
+    """The ids of a chunk's lines that are the bot's business, of which no community memory is made: its
+    own turns, a line it answered or that replies to it, a request of it (an opening mention that asks
+    or tells, an opening bot name, "remember that ..."), `!nomem`, a joke."""
+    bot_ids = {m.message_id for m in chunk if m.is_bot}
+    answered = {m.reply_to for m in chunk if m.is_bot and m.reply_to}
+    names = _folded_names(bot_names)
+    return {
+        m.message_id
+        for m in chunk
+        if m.is_bot
+        or m.message_id in answered
+        or m.reply_to in bot_ids
+        or _not_the_communitys(clean(strip_background_blocks(m.content)), names)
+    }
+
+
+def _folded_names(bot_names: Collection[str]) -> list[str]:
+    return [folded for name in bot_names if (folded := " ".join(fold(name).split()))]
 
 
 def _people(chunk: Sequence[BufferedMessage], bot_names: list[str]) -> set[str]:

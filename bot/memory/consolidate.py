@@ -15,9 +15,19 @@ import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from bot.memory.leases import Leases, person_key
-from bot.memory.models import MAX_FACT_CHARS, AppliedChange, Decision, Fact, NewEpisode, NewFact, Operation
+from bot.memory.models import (
+    MAX_FACT_CHARS,
+    AppliedChange,
+    Decision,
+    Fact,
+    NewEpisode,
+    NewFact,
+    Operation,
+    iso,
+)
 from bot.memory.ports import (
     Embedder,
     JsonModel,
@@ -48,6 +58,9 @@ from bot.memory.text import (
 log = logging.getLogger(__name__)
 
 MODEL_DECIDED = "the model's decision"  # an audit event's reason; what the model wrote is only logged
+# A channel's talk read in chunks a flush apart is one episode: the next chunk goes on the latest episode
+# when it began at most this long after that one ended (and is about the same thing).
+EPISODE_GAP = timedelta(hours=2)
 DECISION_TRIES = 2  # asks for an answer that decides about at least one fact, before it is a bad answer
 
 
@@ -149,17 +162,26 @@ class Consolidator:
         """
         facts = self._dedupe_exact(facts)
         refreshed: list[tuple[int, list[float]]] = []
+        refreshed_episodes: list[tuple[int, list[float]]] = []
         if facts or episodes:
-            # One embedding request per flush: the new facts, the episodes, and merged facts awaiting
-            # their own vector.
+            # One embedding request per flush: the new facts, the episodes, merged facts awaiting their
+            # own vector, and episodes that lost points since theirs was made.
             stale = await self.store.call(Storage.stale_facts, self.refresh_per_flush)
+            stale_episodes = await self.store.call(Storage.stale_episodes, self.refresh_per_flush)
             texts = [f.text for f in facts] + [e.summary for e in episodes]
-            vectors = await self.embedder.embed(texts + [text for _, text in stale], "document")
+            later = [text for _, text in stale] + [summary for _, summary in stale_episodes]
+            vectors = await self.embedder.embed(texts + later, "document")
             for fact, vector in zip(facts, vectors, strict=False):
                 fact.embedding = vector
             for episode, vector in zip(episodes, vectors[len(facts) :], strict=False):
                 episode.embedding = vector
-            refreshed = [(fid, vector) for (fid, _), vector in zip(stale, vectors[len(texts) :], strict=True)]
+            rest = vectors[len(texts) :]
+            refreshed = [(fid, vector) for (fid, _), vector in zip(stale, rest, strict=False)]
+            refreshed_episodes = [
+                (eid, vector) for (eid, _), vector in zip(stale_episodes, rest[len(stale) :], strict=True)
+            ]
+            for episode in episodes:
+                episode.continues = await self._goes_on(episode)
             facts = await asyncio.to_thread(self._dedupe_close, facts)  # pairwise: keep it off the loop
         async with self.locks.hold([(f.scope, f.user_id) for f in facts]):
             operations, pending = await self._triage(facts)
@@ -173,7 +195,24 @@ class Consolidator:
                 user_names=user_names,
                 read_texts=read_texts,
                 refreshed=refreshed,
+                refreshed_episodes=refreshed_episodes,
             )
+
+    async def _goes_on(self, episode: NewEpisode) -> int | None:
+        """The channel's episode this one continues: the latest, ended at most EPISODE_GAP before this
+        one began and about the same thing (within the distance of a fact's candidates), so a talk read
+        in several chunks is one episode, not one per flush."""
+        if episode.embedding is None:
+            return None
+        began = datetime.fromisoformat(episode.started_at.replace("Z", "+00:00"))
+        return await self.store.call(
+            Storage.episode_to_extend,
+            episode.scope,
+            episode.origin.channel_id,
+            episode.embedding,
+            iso(began - EPISODE_GAP),
+            self.candidate_distance,
+        )
 
     @staticmethod
     def _dedupe_exact(facts: list[NewFact]) -> list[NewFact]:

@@ -32,6 +32,7 @@ from bot.memory.models import (
 )
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.service import MemoryService
+from bot.memory.shared import as_said, point_links
 
 RECALL_LIMIT = 10  # facts per person one recall may find
 RECALL_TOKEN_BUDGET = 500  # what a compact answer may cost the client's context
@@ -299,7 +300,9 @@ def _person(reader: Reader, tool: str) -> Participant:
 
 
 async def _names(service: MemoryService, reader: Reader, facts: Sequence[Fact]) -> dict[str, str]:
+    """The names of the facts' owners and of the community facts' authors (whose word they are)."""
     owners = sorted({f.user_id for f in facts if f.user_id != COMMUNITY_ID})
+    owners += sorted({a for f in facts if f.user_id == COMMUNITY_ID for a in f.authors} - set(owners))
     names = await service.names(reader.scope, owners) if owners else {}
     if reader.person is not None:
         names[reader.person.user_id] = reader.person.name
@@ -315,7 +318,7 @@ def _fact_entry(fact: Fact, names: dict[str, str], reader: Reader, *, full: bool
     entry: dict[str, Any] = {
         "id": f"f{fact.id}",
         "about": names.get(fact.user_id) or f"user {fact.user_id}",
-        "text": fact.text if full else short(fact.text),
+        "text": as_said(fact, names) if full else short(as_said(fact, names)),
         "learned_in": ", ".join(shown) or ("a private word" if said else "not recorded"),
         "when": fact.recorded_at[:10],
     }
@@ -344,6 +347,10 @@ def _episode_entry(episode: Episode, reader: Reader, *, full: bool) -> dict[str,
         if ids and guild is not None:
             entry["began_at"] = _source(guild, episode.origin.channel_id, str(min(ids)))["link"]
         entry["participants"] = len(episode.participants)
+        entry["points"] = [
+            {"text": point.text, **({"link": link} if link else {})}
+            for point, link in zip(episode.points, point_links(episode), strict=True)
+        ]
     return entry
 
 

@@ -12,13 +12,14 @@ than the block.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, Episode, Fact, FactStatus
 from bot.memory.ports import Storage
 from bot.memory.recall import Audience, Participant, estimate_tokens
+from bot.memory.shared import as_said
 from bot.memory.text import fold
 
 SEARCH_LIMIT = 10  # facts one search may find
@@ -145,11 +146,17 @@ def readable(fact: Fact | None, scope: str, person: Participant, audience: Audie
 
 
 def community_answer(
-    facts: Sequence[Fact], episodes: Sequence[Episode], *, shown: Collection[int] = ()
+    facts: Sequence[Fact],
+    episodes: Sequence[Episode],
+    *,
+    shown: Collection[int] = (),
+    authors: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The server's community facts (ids and short texts, as for a person) and the episodes of its
-    conversations (channel, span and summary), within LIST_TOKEN_BUDGET together."""
-    answer = compact_answer(Participant(COMMUNITY_ID, COMMUNITY_NAME), facts, shown=shown)
+    """The server's community facts (ids and short texts, as for a person; a member's word says whose,
+    `shared.as_said` with `authors`' names) and the episodes of its conversations (channel, span and
+    summary), within LIST_TOKEN_BUDGET together."""
+    said = [replace(f, text=as_said(f, authors or {})) for f in facts]
+    answer = compact_answer(Participant(COMMUNITY_ID, COMMUNITY_NAME), said, shown=shown)
     room = LIST_TOKEN_BUDGET - sum(
         estimate_tokens(e["text"]) + ENTRY_OVERHEAD_TOKENS for e in answer["facts"]
     )

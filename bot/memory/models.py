@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -100,6 +101,7 @@ class Source:
     message_id: str
     origin: Origin | None = None
     confirms: bool = False
+    author_id: str | None = None  # None for sources from before authors were recorded (schema 7)
 
 
 @dataclass(frozen=True)
@@ -116,10 +118,18 @@ class Fact:
     retrieval_count: int
     sources: tuple[Source, ...] = ()
     sensitive: bool = False
+    # A community fact made only from messages of people who could decide for the server where they said
+    # it (a rule, a decision) speaks as the server; any other is its authors' word (`authors`).
+    speaks_for_server: bool = False
 
     @property
     def source_message_ids(self) -> tuple[str, ...]:
         return tuple(s.message_id for s in self.sources)
+
+    @property
+    def authors(self) -> tuple[str, ...]:
+        """Who said the words the fact holds (a repeat adds none), in message order; unknown ones left out."""
+        return tuple(dict.fromkeys(s.author_id for s in self.sources if not s.confirms and s.author_id))
 
     @property
     def audience_keys(self) -> frozenset[str] | None:
@@ -132,6 +142,16 @@ class Fact:
         if not wording or any(s.origin is None for s in wording):
             return None
         return frozenset(s.origin.audience_key for s in wording if s.origin is not None)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of an episode, with the messages it was made from (their ids and authors, in order)."""
+
+    id: int
+    text: str
+    source_message_ids: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,7 @@ class Episode:
     recorded_at: str
     participants: tuple[str, ...] = ()
     source_message_ids: tuple[str, ...] = ()
+    points: tuple[Point, ...] = ()
 
     # What the audience rule reads of anything it may show (see `Fact`).
     user_id = COMMUNITY_ID
@@ -163,8 +184,25 @@ class Episode:
 
 
 @dataclass
+class NewPoint:
+    """A point of a new episode; `sources` maps each message it was made from to its author."""
+
+    text: str
+    sources: dict[str, str]
+
+
+def summary_of(points: Sequence[str]) -> str:
+    """An episode's summary: its points, one line each."""
+    return "\n".join(f"- {point}" for point in points)
+
+
+@dataclass
 class NewEpisode:
-    """An episode proposed by a flush; `sources` maps each message it was made from to its author."""
+    """An episode proposed by a flush; `sources` maps each message it was made from to its author.
+
+    `points` carry their own sources (what the flush writes); an episode given without them (an import,
+    a test) is stored as one point holding its whole summary, made from all its messages.
+    """
 
     scope: str
     origin: Origin
@@ -173,6 +211,32 @@ class NewEpisode:
     ended_at: str
     sources: dict[str, str]
     embedding: list[float] | None = None
+    points: list[NewPoint] = field(default_factory=list)
+    # The channel's latest episode this one goes on (the same talk, a chunk later): its points are
+    # added there, unless that episode is gone or full by the time the flush is written.
+    continues: int | None = None
+
+    @classmethod
+    def of_points(
+        cls,
+        scope: str,
+        origin: Origin,
+        points: list[NewPoint],
+        started_at: str,
+        ended_at: str,
+        embedding: list[float] | None = None,
+    ) -> NewEpisode:
+        """An episode whose summary and sources are those of its points."""
+        sources = {mid: author for point in points for mid, author in point.sources.items()}
+        summary = summary_of([p.text for p in points])
+        return cls(scope, origin, summary, started_at, ended_at, sources, embedding, points)
+
+    def stored_points(self) -> list[NewPoint]:
+        """The points to store: those given, else the whole summary as one point of every message."""
+        if self.points:
+            return self.points
+        text = self.summary[2:] if self.summary.startswith("- ") else self.summary
+        return [NewPoint(text, dict(self.sources))]
 
 
 @dataclass(frozen=True)
@@ -201,6 +265,9 @@ class BufferedMessage:
     parent_channel_id: str | None = None  # a thread's channel, so ignoring that channel covers the thread
     reply_to: str | None = None  # for the bot's turns: the message answered, so deleting it drops them
     private_thread: bool = False  # said in a private thread: facts from it serve that thread only
+    # Its author could decide for the server in its channel (Manage Server or Manage Messages there, or a
+    # moderator role): a rule or decision made only of such lines speaks as the server.
+    decides: bool = False
 
     @property
     def origin(self) -> Origin:
@@ -229,6 +296,7 @@ class NewFact:
     embedding: list[float] | None = None
     origins: dict[str, Origin] = field(default_factory=dict)  # where sources not in the buffer were said
     sensitive: bool = False  # kept only because its owner asked; used only in replies to them
+    speaks_for_server: bool = False  # a community fact made only of lines of people who decide there
 
 
 @dataclass

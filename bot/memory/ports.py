@@ -319,6 +319,10 @@ class Storage(Protocol):
         """Merged facts still searched with a stand-in vector, oldest first, with their texts."""
         ...
 
+    def stale_episodes(self, limit: int = 20) -> list[tuple[int, str]]:
+        """Episodes that lost points since their vector was made, oldest first, with their summaries."""
+        ...
+
     def apply_flush(
         self,
         operations: Sequence[Operation],
@@ -329,6 +333,7 @@ class Storage(Protocol):
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
+        refreshed_episodes: Sequence[tuple[int, Sequence[float]]] = (),
     ) -> list[AppliedChange]:
         """Apply consolidation's plan and store the flush's episodes, with the removal of the messages it
         consumed, in one transaction. An episode one of whose messages was deleted, edited or opted out
@@ -406,9 +411,28 @@ class Storage(Protocol):
         """Replace an episode's summary and vector, leaving no trace of the old words; None if none."""
         ...
 
+    def episode_to_extend(
+        self, scope: str, channel_id: str, vector: Sequence[float], since: str, max_distance: float
+    ) -> int | None:
+        """The channel's latest episode a new chunk of the same talk goes on (ended at or after `since`,
+        within `max_distance` of `vector`); None for a new episode."""
+        ...
+
+    def learned_from(self, message_id: str) -> bool:
+        """Whether anything stored was made from this message (a fact's or an episode's source)."""
+        ...
+
+    def points_made_from(self, scope: str, fact_id: int) -> dict[int, int]:
+        """Per episode, how many points would go with this community fact (forgotten or corrected)."""
+        ...
+
     # ---- people, servers, state ------------------------------------------------------------------------
 
     def opted_out(self) -> set[tuple[str, str]]: ...
+
+    def opted_out_among(self, scope: str, user_ids: Iterable[str]) -> set[str]:
+        """Which of these people of a scope have opted out."""
+        ...
 
     def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> int:
         """Record the choice; opting out drops the person's buffered messages (returns how many)."""

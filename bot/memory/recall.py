@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -28,6 +28,7 @@ from xml.sax.saxutils import escape, quoteattr
 from bot.memory.about import asked_about
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, ScoredFact, guild_id_of, iso, utcnow
 from bot.memory.ports import Embedder, Storage, StorageWorker
+from bot.memory.shared import point_links, said_by, served_episode, served_fact
 from bot.memory.text import xml_safe
 from bot.memory.timespan import Span, time_span
 
@@ -96,6 +97,7 @@ class RecallResult:
     facts: dict[str, list[ScoredFact]] = field(default_factory=dict)
     elapsed_ms: float = 0.0
     episodes: list[Episode] = field(default_factory=list)
+    authors: dict[str, str] = field(default_factory=dict)  # names of the shared memory's authors, by id
 
     @property
     def fact_ids(self) -> list[int]:
@@ -179,12 +181,17 @@ def learned_in(fact: Fact) -> str | None:
 
 
 def render_block(
-    people: list[Participant], facts: dict[str, list[ScoredFact]], episodes: Sequence[Episode] = ()
+    people: list[Participant],
+    facts: dict[str, list[ScoredFact]],
+    episodes: Sequence[Episode] = (),
+    authors: Mapping[str, str] | None = None,
 ) -> str:
     """The XML block; every value escaped so that a fact can never close a tag or add markup.
 
     People's facts under `<user>`, the server's own under `<community>` (newest first: when a rule or a
-    date changed, the newer fact is the one in force), what conversations were about under `<episodes>`.
+    date changed, the newer fact is the one in force), each with `voice="server"` or whose word it is
+    (`said_by`, from `authors`: names by user id), what conversations were about under `<episodes>`,
+    point by point, each with a link to the message it comes from.
     """
     community = sorted(facts.get(COMMUNITY_ID, []), key=lambda s: s.fact.recorded_at, reverse=True)
     if not any(facts.get(p.user_id) for p in people) and not community and not episodes:
@@ -201,25 +208,29 @@ def render_block(
         lines.append("  </user>")
     if community:
         lines.append("  <community>")
-        lines += [_fact_line(s.fact) for s in community]
+        lines += [_fact_line(s.fact, said_by(s.fact, authors or {})) for s in community]
         lines.append("  </community>")
     if episodes:
         lines.append("  <episodes>")
         for e in episodes:
             span = f"from={quoteattr(e.started_at[:16].replace('T', ' '))} to={quoteattr(e.ended_at[:16].replace('T', ' '))}"
             where = quoteattr(f"<#{e.origin.channel_id}>")
-            lines.append(
-                f'    <episode id="{e.id}" channel={where} {span}>{escape(xml_safe(e.summary))}</episode>'
-            )
+            lines.append(f'    <episode id="{e.id}" channel={where} {span}>')
+            for point, link in zip(e.points, point_links(e), strict=True):
+                source = f" source={quoteattr(link)}" if link else ""
+                lines.append(f"      <point{source}>{escape(xml_safe(point.text))}</point>")
+            lines.append("    </episode>")
         lines.append("  </episodes>")
     lines.append("</background_facts>")
     return "\n".join(lines)
 
 
-def _fact_line(fact: Fact) -> str:
+def _fact_line(fact: Fact, who: str | None = None) -> str:
     recorded = quoteattr(fact.recorded_at[:10])
     where = learned_in(fact)
     where_attr = f" learned_in={quoteattr(where)}" if where else ""
+    if fact.user_id == COMMUNITY_ID:
+        where_attr += f" said_by={quoteattr(xml_safe(who))}" if who else ' voice="server"'
     return f'    <fact id="{fact.id}" recorded={recorded}{where_attr}>{escape(xml_safe(fact.text))}</fact>'
 
 
@@ -300,9 +311,10 @@ def gather_recall(
     channels: tuple[str, ...] = (),
     recent: Collection[str] = (),
     newest: int = 0,
-) -> tuple[dict[str, Hits], list[Episode]]:
+) -> tuple[dict[str, Hits], list[Episode], dict[str, str]]:
     """Runs on the store's thread: everyone's hits (the `recent` people's `newest` facts) and
-    (`episodes`) the episodes, in one hop."""
+    (`episodes`) the episodes, in one hop, without what people who opted out said in shared memory;
+    with the names of the authors of what is left (`withhold_opted_out`)."""
     hits = gather_hits(
         store,
         scope,
@@ -315,11 +327,37 @@ def gather_recall(
         recent=recent,
         newest=newest,
     )
-    if not episodes:
-        return hits, []
-    return hits, gather_episodes(
-        store, scope, vector, span, max_distance=max_distance, pool=pool, channels=channels
+    found = (
+        gather_episodes(store, scope, vector, span, max_distance=max_distance, pool=pool, channels=channels)
+        if episodes
+        else []
     )
+    return withhold_opted_out(store, scope, hits, found)
+
+
+def withhold_opted_out(
+    store: Storage, scope: str, hits: dict[str, Hits], episodes: list[Episode]
+) -> tuple[dict[str, Hits], list[Episode], dict[str, str]]:
+    """Runs on the store's thread: the community's hits and the episodes without what people who opted
+    out said (`shared.served_fact`, `served_episode`), and the names of the authors left, by id (whose
+    word a community fact is). Reads the store only when there is shared memory to serve."""
+    community = hits.get(COMMUNITY_ID)
+    facts = [f for f, _ in community[0]] + community[1] if community else []
+    authors = {a for f in facts for a in f.authors} | {a for e in episodes for a in e.participants}
+    if not authors:
+        return hits, episodes, {}
+    out = store.opted_out_among(scope, authors)
+    if community and out:
+        vector_hits, keyword_hits = community
+        hits = {
+            **hits,
+            COMMUNITY_ID: (
+                [(f, d) for f, d in vector_hits if served_fact(f, out)],
+                [f for f in keyword_hits if served_fact(f, out)],
+            ),
+        }
+    kept = [e for e in (served_episode(episode, out) for episode in episodes) if e is not None]
+    return hits, kept, store.user_names(scope, authors - out)
 
 
 def fuse_allowed(
@@ -422,7 +460,7 @@ class Recaller:
         if context:
             query = f"{query}\n{context}".strip()
         owners = [p.user_id for p in people] + ([COMMUNITY_ID] if community else [])
-        hits, found = await self.store.call(
+        hits, found, authors = await self.store.call(
             gather_recall,
             scope,
             owners,
@@ -449,7 +487,8 @@ class Recaller:
         elapsed = (time.perf_counter() - started) * 1000
         self.latencies_ms.append(elapsed)
         del self.latencies_ms[:-1000]
-        return RecallResult(render_block(people, chosen, episodes), chosen, elapsed, episodes)
+        block = render_block(people, chosen, episodes, authors)
+        return RecallResult(block, chosen, elapsed, episodes, authors)
 
     def _episodes_within(self, found: list[Episode], audience: Audience) -> list[Episode]:
         """The audience's episodes among those found, best first, at most EPISODES_PER_REPLY and a

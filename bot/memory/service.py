@@ -69,6 +69,7 @@ from bot.memory.ports import (
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.remembering import Refusal, remembered_facts
+from bot.memory.shared import served_episode, served_fact
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
@@ -359,16 +360,29 @@ class MemoryService:
         """Whether the author asked, with the no-memory marker, that this message not be remembered."""
         return starts_with_marker(content, self.policy.no_memory_marker)
 
-    async def message_edited(self, message_id: str, content: str) -> None:
-        """An edit of a message still in the buffer replaces its text (facts already learned stay).
+    async def message_edited(self, message_id: str, content: str) -> bool:
+        """An edit: the message's new words replace the old ones in memory. Returns whether the caller
+        should capture the message again, with its new text, to learn it.
 
-        An edit that adds the no-memory marker counts as a deletion: the message leaves the buffer and
-        facts learned only from it are forgotten.
+        A message still in the buffer only has its text replaced. One something was learned from (a fact,
+        a community fact, an episode point) counts as deleted first: what was made from its old words
+        goes (from every table, and the files, as a deletion does) and the new text is learned anew,
+        which the caller asks by capturing it again. An edit that adds the no-memory marker counts as a
+        deletion alone.
         """
         if self.no_memory(content):
             await self.message_deleted(message_id)
-        else:
-            self.capture_buffer.edit(message_id, clean(content))
+            return False
+        self.capture_buffer.edit(message_id, clean(content))  # in order with what is queued
+        if not await self.store.call(Storage.learned_from, message_id):
+            return False
+        await self.message_deleted(message_id)
+        return True
+
+    def reply_edited(self, message_id: str, content: str) -> None:
+        """The bot's own buffered reply shows new text (a streamed reply grows): only context, never
+        learned from, so nothing else is asked of the store."""
+        self.capture_buffer.edit(message_id, clean(content))
 
     async def message_deleted(self, message_id: str, *, attempts: int = 5) -> int:
         """Drop a deleted message from the buffer and forget what was learned from it.
@@ -630,7 +644,10 @@ class MemoryService:
             count_retrievals=False,
         )
         return community_answer(
-            [s.fact for s in found.facts.get(COMMUNITY_ID, [])], found.episodes, shown=shown
+            [s.fact for s in found.facts.get(COMMUNITY_ID, [])],
+            found.episodes,
+            shown=shown,
+            authors=found.authors,
         )
 
     def recall_latency_ms(self) -> dict[str, float]:
@@ -735,9 +752,11 @@ class MemoryService:
     async def list_facts(
         self, scope: str, user_id: str, *, limit: int = 10, offset: int = 0, all_statuses: bool = False
     ) -> list[Fact]:
-        return await self.store.call(
+        found = await self.store.call(
             Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=limit, offset=offset
         )
+        out = self._withheld(scope) if user_id == COMMUNITY_ID else set()
+        return [f for f in found if served_fact(f, out)] if out else found
 
     async def list_episodes(
         self,
@@ -748,10 +767,17 @@ class MemoryService:
         limit: int = 10,
         offset: int = 0,
     ) -> list[Episode]:
-        """A server's episodes, newest first (only those of `channel_ids`, and ending after `since`)."""
-        return await self.store.call(
+        """A server's episodes, newest first (only those of `channel_ids`, and ending after `since`),
+        without the points of people who opted out (`shared.served_episode`)."""
+        found = await self.store.call(
             Storage.list_episodes, scope, channel_ids=channel_ids, since=since, limit=limit, offset=offset
         )
+        out = self._withheld(scope)
+        return [e for e in (served_episode(episode, out) for episode in found) if e is not None]
+
+    def _withheld(self, scope: str) -> set[str]:
+        """The people of a scope whose words shared memory no longer serves: those who opted out."""
+        return {user for where, user in self._opted_out if where == scope}
 
     async def forget_episode(self, scope: str, episode_id: int, *, actor: str) -> bool:
         """Hard-delete one episode of a server; whether it was there."""
@@ -767,10 +793,17 @@ class MemoryService:
         [vector] = await self.embedder.embed([summary], "document")
         return await self.store.call(Storage.correct_episode, scope, episode_id, summary, vector, actor=actor)
 
+    async def points_made_from(self, scope: str, fact_id: int) -> dict[int, int]:
+        """Per episode of `scope`, how many of its points go when this community fact is forgotten or
+        corrected (those made from the same messages; the episodes keep their other points)."""
+        return await self.store.call(Storage.points_made_from, scope, fact_id)
+
     async def episode(self, scope: str, episode_id: int) -> Episode | None:
         """One episode of this scope (an admin's correction opens on it); None when the scope has none."""
         found = await self.store.call(Storage.get_episode, episode_id)
-        return found if found is not None and found.scope == scope else None
+        if found is None or found.scope != scope:
+            return None
+        return served_episode(found, self._withheld(scope))
 
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""

@@ -211,6 +211,9 @@ _HEALTH = re.compile(
     r"|weed|nicotine|vaping)|alcoholi\w*|drinking problem|sober|sobriety|relaps\w*|aa meetings?"
     r"|alcoholics anonymous|na meetings?|narcotics anonymous|(?:12|twelve)[- ]step"
     r"|gambling (?:problem|addiction|habit)|gamblers anonymous|detox\w*|overdos\w*"
+    # A habit someone is back on or fell into again: "gambling again", "back on the booze".
+    r"|(?:gambling|drinking|using|bingeing|purging|self[- ]harming|cutting) again|fell off the wagon"
+    r"|(?:back on|hitting) the (?:booze|bottle|drink|sauce|pills|gear|powder)|(?:at|in) the bookies"
     r"|drug (?:use|habit|problem)|cocaine|heroin|meth|ketamine|mdma|cannabis|marijuana|weed"
     r"|malade|maladie|enceinte|medicament\w*|hopital|enfermo|enferma|enfermedad|embarazada"
     r"|medicamento\w*|krank\w*|schwanger\w*|medikament\w*|krankenhaus)\b"
@@ -285,8 +288,15 @@ _FINANCES = re.compile(
     r"|salario|deuda\w*|prestamo\w*|hipoteca|gehalt|schulden|miete)\b"
     rf"|\b(?:owes?|owed|owing|earn\w*|borrow\w*|lent|lends?|inherit\w*|paid|pays?)\b[^.\n]{{0,30}}?{_AMOUNT}"
     rf"|\b(?:won|lost|makes?|made|spent|spends?|saved|gambled)\b[^.\n]{{0,15}}?{_MONEY}"
+    # Money someone lost or blew that they live on: "lost the rent money", "blew his wages".
+    r"|\b(?:lost|blew|gambled away|drank away|spent) (?:all )?(?:the|his|her|their|my) (?:rent|wages|pay"
+    r"|savings|pension|paycheck|benefits|bill money|rent money)\b"
     rf"|\bon\s+{_MONEY}|\b(?:rent|mortgage|bills?)\b[^.\n]{{0,20}}?{_AMOUNT}"
     rf"|{_AMOUNT}\s*(?:a|per|/)\s*(?:year|yr|annum|month|week|hour)\b|{_AMOUNT}\s*(?:salary|in debt|rent)"
+    # A bare number earned per period: "only makes 1800 a month", "takes home 2,100 a month".
+    r"|\b(?:makes?|made|making|earns?|earned|earning|gets?|got|takes? home|took home|brings? in|lives? on)"
+    r"\s+(?:only\s+|just\s+|about\s+|around\s+|roughly\s+|like\s+)?\d[\d,.]*\s?k?\s*(?:a|per|an|/)\s*"
+    r"(?:year|yr|annum|month|week|hour|day)\b"
 )
 # Sexuality and gender identity: orientation words, coming out, whom someone dates, transition. A game
 # or a patch that "came out" is none.
@@ -377,6 +387,11 @@ _CRIMINAL = re.compile(
     r"|cautioned by (?:the )?police|community service|restraining order|mugshot|warrant (?:for|out)"
     r"|casier judiciaire|condamne\w*|antecedentes penales|carcel|detenido|condenado|vorstrafe\w*"
     r"|gefangnis|verhaftet|verurteilt|knast)\b"
+    # An offence someone did time or has a record for: "did two years for burglary", "a record for theft".
+    r"|\b(?:(?:did|doing|served|serving|got|given|went down for)\s+(?:\w+\s+){0,2}(?:years?|months?|weeks?)"
+    r"|record|done|nicked|caught|busted|locked up|inside)\s+for\s+(?:\w+\s+)?(?:burglary|theft|robbery"
+    r"|assault|fraud|shoplifting|stealing|dealing|possession|manslaughter|murder|arson|embezzlement"
+    r"|vandalism|stalking|harassment|battery|trespass\w*|smuggling|forgery|bribery|kidnapping|gbh|abh)\b"
 )
 # In the order a text is named by when it says more than one.
 _CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (

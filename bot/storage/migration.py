@@ -55,10 +55,21 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pending_messages", ("seq",)),
     ("episodes", ("id",)),
     ("episode_sources", ("episode_id", "message_id")),
+    ("episode_points", ("id",)),
+    ("point_sources", ("point_id", "message_id")),
+    ("stale_episodes", ("episode_id",)),
 )
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
 # Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).
-WORDS_TABLES = ("facts", "fact_vectors", "fact_sources", "fact_events", "pending_messages", "episodes")
+WORDS_TABLES = (
+    "facts",
+    "fact_vectors",
+    "fact_sources",
+    "fact_events",
+    "pending_messages",
+    "episodes",
+    "episode_points",
+)
 LINKED_LATER = {("facts", "superseded_by")}  # the fact it points to may be newer: `_link_history` sets it
 # SQLite's vector rows with their fact's owner, as PostgreSQL's rows hold them.
 VECTORS_WITH_OWNER = (
@@ -337,6 +348,7 @@ def _reset_identities(source: SqlStore, target: SqlStore) -> None:
             ("fact_events", "id"),
             ("pending_messages", "seq"),
             ("episodes", "id"),
+            ("episode_points", "id"),
         ):
             sequence = f"pg_get_serial_sequence('{table}', '{column}')"
             target.conn.execute(

@@ -176,13 +176,26 @@ async def test_recap_since_filters_by_time_and_a_phrase_it_cannot_read_gets_a_cl
         assert unread == UNKNOWN_SINCE.format(since="when the moon was blue")
 
 
+# Seven talks about nothing in common: each flush makes an episode of its own (a talk that goes on about
+# the same thing extends the channel's latest episode instead).
+TOPICS = [
+    "Chess openings for absolute beginners",
+    "Sourdough starter needs daily feeding",
+    "Kayak routes along the northern fjords",
+    "Modular synth patches sound eerie",
+    "Bonsai pruning happens every spring",
+    "Comet sightings peaked around midnight",
+    "Origami cranes fold from square paper",
+]
+
+
 async def test_recap_pages_through_many_episodes_whole(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
-        for n in range(7):
-            await episode_in(w, w.general, (w.alice, f"Topic number {n} was discussed at length"))
+        for topic in TOPICS:
+            await episode_in(w, w.general, (w.alice, topic))
         inter, first = await recap(w, w.carol)
         assert first.rstrip().endswith("Page 1/2 · 7 episodes")
-        assert "Topic number 6" in first and "Topic number 2" in first and "Topic number 1" not in first
+        assert TOPICS[6] in first and TOPICS[2] in first and TOPICS[1] not in first
         page = inter.original_message_id
         assert page is not None
         assert buttons(message(w, page)) == {
@@ -195,7 +208,7 @@ async def test_recap_pages_through_many_episodes_whole(tmp_path: Path) -> None:
         assert turned["type"] == 7
         second = message(w, page)["content"]
         assert second.rstrip().endswith("Page 2/2 · 7 episodes")
-        assert "alice: Topic number 1 was discussed at length" in second and "Topic number 0" in second
+        assert f"alice: {TOPICS[1]}" in second and TOPICS[0] in second
 
 
 async def test_recap_in_dms_or_where_memory_is_off_says_why_there_is_none(tmp_path: Path) -> None:

@@ -871,3 +871,22 @@ async def test_quiet_channels_every_member_reads_share_one_call_and_keep_their_c
 
     await wait_until(staff_learned)
     assert llm.count(Purpose.EXTRACT) == 2
+
+
+async def test_an_edit_after_learning_takes_the_old_words_out_and_asks_for_the_new_text(
+    service: MemoryService, llm: FakeLLM
+) -> None:
+    llm.handlers[Purpose.EXTRACT] = echo_extractor
+    service.capture(msg("m1", "alice", "I live in Quillon"), guild_id="100")
+    await service.flush_now()
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I live in Quillon"]
+
+    assert await service.message_edited("m1", "I live in Bergen") is True  # learned: capture it again
+    assert await service.list_facts(SCOPE, "alice") == []
+    service.capture(msg("m1", "alice", "I live in Bergen"), guild_id="100")
+    await service.flush_now()
+    assert [f.text for f in await service.list_facts(SCOPE, "alice")] == ["Alice said: I live in Bergen"]
+    # A message nothing was learned from only has its buffered text replaced.
+    service.capture(msg("m2", "alice", "I like tea"), guild_id="100")
+    assert await service.message_edited("m2", "I like green tea") is False
+    assert await pending(service) == ["I like green tea"]

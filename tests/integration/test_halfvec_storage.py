@@ -174,14 +174,31 @@ def test_a_database_with_float32_vectors_gets_them_in_half_precision(
     url = databases.create()
     cat, dog, night = unit(0.8, 0.3, 0.1), unit(0.3, 0.9, 0.2), unit(0.1, 0.2, 0.9)
     monkeypatch.setattr(schema, "MIGRATIONS", MIGRATIONS[: HALF_PRECISION.number - 1])
-    store = open_store(url)  # as a bot from before migration 10 left it
+    store = open_store(url)  # as a bot from before migration 10 left it: its rows written as they were
     assert column_types(store) == ["vector"] * 3 and store.vector_type == "vector"
-    [old_cat] = store.add_facts([NewFact("dm", "al", "Al", "Al has a cat", ["m1"], embedding=cat)])
-    replacing = NewFact("dm", "al", "Al", "Al has a dog", ["m2"], embedding=dog)
-    store.apply_flush([Operation(Decision.INVALIDATE, replacing, old_cat)])
-    store.buffer_messages([(BufferedMessage("m3", "dm", "c1", "al", "Al", "games", "t"), 1.0)])
-    games = NewEpisode("dm", Origin("c1"), "- games", "t", "t", {"m3": "al"}, night)
-    store.apply_flush([], episodes=[games], consumed_message_ids=["m3"])
+    old_cat = 1
+    store.conn.execute(
+        "INSERT INTO facts (id, scope, user_id, text, status, recorded_at, updated_at) "
+        "VALUES (2, 'dm', 'al', 'Al has a dog', 'active', 't', 't')"
+    )
+    store.conn.execute(
+        "INSERT INTO facts (id, scope, user_id, text, status, superseded_by, recorded_at, updated_at, "
+        "archived_embedding) VALUES (1, 'dm', 'al', 'Al has a cat', 'invalidated', 2, 't', 't', ?::vector)",
+        (literal(cat),),
+    )
+    store.conn.execute("INSERT INTO fact_sources (fact_id, message_id) VALUES (1, 'm1'), (2, 'm2')")
+    store.conn.execute(
+        "INSERT INTO fact_vectors (fact_id, scope, user_id, embedding) VALUES (2, 'dm', 'al', ?::vector)",
+        (literal(dog),),
+    )
+    store.conn.execute(
+        "INSERT INTO episodes (id, scope, channel_id, summary, started_at, ended_at, recorded_at, embedding) "
+        "VALUES (1, 'dm', 'c1', '- games', 't', 't', 't', ?::vector)",
+        (literal(night),),
+    )
+    store.conn.execute(
+        "INSERT INTO episode_sources (episode_id, message_id, author_id) VALUES (1, 'm3', 'al')"
+    )
     store.close()
     monkeypatch.undo()
 
@@ -199,6 +216,11 @@ def test_a_database_with_float32_vectors_gets_them_in_half_precision(
         assert hit.id == old_cat and d == pytest.approx(0.0, abs=1e-6)
     finally:
         store.close()
+
+
+def literal(vector: Sequence[float]) -> str:
+    """A vector as pgvector reads it from text."""
+    return "[" + ",".join(map(str, vector)) + "]"
 
 
 def around(query: list[float], degrees: float, rng: random.Random) -> list[float]:

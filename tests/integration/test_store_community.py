@@ -17,6 +17,7 @@ from bot.memory.models import (
     Decision,
     NewEpisode,
     NewFact,
+    NewPoint,
     Operation,
     Origin,
 )
@@ -392,7 +393,7 @@ def test_a_deleted_message_takes_a_community_facts_whole_history_and_says_so(sto
     ]
     assert len(store.list_episodes(SCOPE)) == 2  # Dave's message made no episode; the others stay
     [event] = [e for e in store.events(SCOPE, COMMUNITY_ID) if e["kind"] == "forgotten"]
-    assert event["detail"] == {"count": 2, "episodes": 0, "made_from": "source deleted"}
+    assert event["detail"] == {"count": 2, "episodes": 0, "points": 0, "made_from": "source deleted"}
 
 
 def test_an_admin_forgets_or_corrects_one_episode_leaving_no_trace_of_its_words(
@@ -486,3 +487,146 @@ async def test_reembedding_gives_episodes_the_new_models_vectors_too(database: P
         assert found.summary == "- We play on Fridays"  # searchable with the new model's vectors
     finally:
         await after.close()
+
+
+# ---- point by point --------------------------------------------------------------------------------------
+
+WHARF, LANTERN = "Quembridge", "Zolanter"  # said by Alice (m1) and Bob (m2), each in a point of their own
+
+
+def pointed_memory(store: Store) -> tuple[int, int]:
+    """An episode of two points, Alice's and Bob's, each made from their own line, and a community fact
+    made from Bob's; (the episode's id, the fact's id)."""
+    [rule] = flush(
+        store,
+        [
+            said("m1", "alice", f"the swap meet is at {WHARF} pier"),
+            said("m2", "bob", f"rule: bring a {LANTERN} lamp to night rides"),
+        ],
+        [community(f"Bring a {LANTERN} lamp to night rides", ["m2"], unit(0.0, 1.0))],
+        [
+            NewEpisode.of_points(
+                SCOPE,
+                Origin("c1"),
+                [
+                    NewPoint(f"the swap meet is at {WHARF} pier", {"m1": "alice"}),
+                    NewPoint(f"night rides need a {LANTERN} lamp", {"m2": "bob"}),
+                ],
+                at("10:00"),
+                at("10:05"),
+                embedding=unit(1.0),
+            )
+        ],
+    )
+    [night] = store.list_episodes(SCOPE)
+    return night.id, rule
+
+
+def test_each_point_keeps_its_own_messages(store: Store) -> None:
+    episode_id, _ = pointed_memory(store)
+    night = store.get_episode(episode_id)
+    assert night is not None
+    assert [(p.text, p.source_message_ids, p.authors) for p in night.points] == [
+        (f"the swap meet is at {WHARF} pier", ("m1",), ("alice",)),
+        (f"night rides need a {LANTERN} lamp", ("m2",), ("bob",)),
+    ]
+    assert night.summary == f"- the swap meet is at {WHARF} pier\n- night rides need a {LANTERN} lamp"
+    assert night.participants == ("alice", "bob")
+
+
+@pytest.mark.parametrize("how", ["deletes her message", "forgets everything"])
+def test_an_authors_erasure_takes_only_her_point_and_the_episode_keeps_the_others(
+    store: Store, backend: str, database: Path | str, how: str
+) -> None:
+    episode_id, rule = pointed_memory(store)
+    if how == "deletes her message":
+        store.forget_message("m1")
+    else:
+        store.forget(SCOPE, "alice")
+    [night] = store.list_episodes(SCOPE)
+    assert night.id == episode_id
+    assert (night.summary, night.source_message_ids, night.participants) == (
+        f"- night rides need a {LANTERN} lamp",
+        ("m2",),
+        ("bob",),
+    )
+    assert traces(store, backend, [WHARF]) == []
+    assert WHARF.encode() not in file_bytes(database)
+    # Its vector waits for the next flush, which embeds the rebuilt summary along with its own texts.
+    assert store.stale_episodes() == [(episode_id, night.summary)]
+    store.buffer_messages([(said("m5", "carol", "hello"), 1.0)])
+    store.apply_flush([], consumed_message_ids=["m5"], refreshed_episodes=[(episode_id, unit(0.0, 0.0, 1.0))])
+    assert store.stale_episodes() == []
+    [(found, distance)] = store.episodes_near(SCOPE, unit(0.0, 0.0, 1.0), 1)
+    assert found.id == episode_id and distance < 1e-6
+    assert [f.id for f in store.list_facts(SCOPE, COMMUNITY_ID)] == [rule]  # Bob's rule is his, it stays
+
+
+@pytest.mark.parametrize("how", ["forget", "correct"])
+def test_an_admins_forget_or_correction_of_a_community_fact_takes_only_the_points_of_its_messages(
+    store: Store, backend: str, how: str
+) -> None:
+    episode_id, rule = pointed_memory(store)
+    assert store.points_made_from(SCOPE, rule) == {episode_id: 1}  # what the confirmation says
+    assert store.points_made_from("guild:2", rule) == {}
+    if how == "forget":
+        assert store.forget(SCOPE, COMMUNITY_ID, [rule], actor="admin") == 1
+    else:
+        fixed = store.correct_fact(
+            SCOPE, COMMUNITY_ID, rule, "Night rides need a lamp", unit(0.0, 1.0), False
+        )
+        assert fixed is not None
+    [night] = store.list_episodes(SCOPE)
+    assert (night.id, night.summary) == (episode_id, f"- the swap meet is at {WHARF} pier")  # Alice's stays
+    assert traces(store, backend, [LANTERN]) == []
+    [event] = [e for e in store.events(SCOPE, COMMUNITY_ID) if e["detail"].get("made_from")]
+    assert (event["detail"]["episodes"], event["detail"]["points"]) == (0, 1)
+
+
+def test_deleting_a_repeat_of_a_community_fact_keeps_the_fact_whose_words_are_anothers(
+    store: Store, backend: str
+) -> None:
+    """Carol repeats Bob's rule (a DUPLICATE): her message is a confirmation, not where its words came
+    from, so deleting it unlinks it and the rule stays; no event ever held the repeat's text."""
+    _, rule = pointed_memory(store)
+    store.buffer_messages([(said("m3", "carol", f"yes bring a {LANTERN} lamp, Nightjar style"), 1.0)])
+    repeat = community(f"Bring a {LANTERN} lamp to night rides, Nightjar style", ["m3"], unit(0.0, 1.0))
+    [confirmed] = store.apply_flush(
+        [Operation(Decision.DUPLICATE, repeat, rule)], consumed_message_ids=["m3"]
+    )
+    assert confirmed.decision is Decision.DUPLICATE and confirmed.fact_id == rule
+    assert traces(store, backend, ["Nightjar"]) == []  # the duplicate event records the decision only
+
+    assert store.forget_message("m3") == []
+    [kept] = store.list_facts(SCOPE, COMMUNITY_ID)
+    assert (kept.id, kept.source_message_ids, kept.authors) == (rule, ("m2",), ("bob",))
+
+
+def test_an_older_database_turns_each_episode_into_one_point_of_all_its_messages(tmp_path: Path) -> None:
+    path = tmp_path / "v7.sqlite3"
+    conn = old_database(path, 7)  # 8 to 10 need the store's own SQL functions to migrate
+    conn.execute(
+        "INSERT INTO episodes (id, scope, channel_id, summary, started_at, ended_at, recorded_at, embedding) "
+        "VALUES (4, 'guild:1', 'c1', '- game night on Friday\n- bring snacks', 'a', 'b', 'c', ?)",
+        (bytes(4 * DIMS),),
+    )
+    conn.execute(
+        "INSERT INTO episode_sources (episode_id, message_id, author_id) VALUES (4, 'm1', 'alice'), (4, 'm2', 'bob')"
+    )
+    conn.execute(
+        "INSERT INTO fact_events (fact_id, scope, user_id, kind, detail, at) "
+        "VALUES (1, 'guild:1', 'alice', 'duplicate', '{\"text\": \"Alice keeps bees\", \"reason\": \"\"}', 'a')"
+    )
+    conn.close()
+    store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        [old] = store.list_episodes("guild:1")
+        assert old.summary == "- game night on Friday\n- bring snacks"
+        assert [(p.text, p.source_message_ids) for p in old.points] == [
+            ("game night on Friday\n- bring snacks", ("m1", "m2"))
+        ]
+        assert [e["detail"] for e in store.events("guild:1", "alice")] == [{"reason": ""}]
+        store.forget_message("m2")  # a point from before is made of all its messages: the episode goes
+        assert store.list_episodes("guild:1") == []
+    finally:
+        store.close()

@@ -280,6 +280,8 @@ def test_forget_everything_deletes_every_row_holding_the_text_and_vacuums(postgr
             "pending_messages",
             "episodes",
             "episode_sources",
+            "episode_points",
+            "point_sources",
         ]
     )
     assert [f.text for f in store.list_facts("guild:1", "bob")] == ["Bob likes tea"]

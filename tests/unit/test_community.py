@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from bot.memory.community import accept_community
 from bot.memory.extract import render_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
@@ -101,13 +103,12 @@ def test_an_episode_per_channel_from_its_own_peoples_words_without_sensitive_poi
     assert general.summary == (
         "- Game night moves to Fridays at 20:00 UTC\n- Minecraft server address: play.example.org"
     )
-    assert general.sources == {
-        "9001": "11",
-        "9002": "12",
-        "9004": "12",
-    }  # every person's message, not the bot's
-    assert (general.started_at, general.ended_at) == ("2026-11-24T14:01:00Z", "2026-11-24T14:04:00Z")
-    assert by_channel["c2"].summary == "- Tournament brackets are in the pinned post"
+    # Each point keeps the line it comes from; the bot's line and the sensitive one are no source.
+    assert [p.sources for p in general.points] == [{"9001": "11"}, {"9002": "12"}]
+    assert general.sources == {"9001": "11", "9002": "12"}
+    assert (general.started_at, general.ended_at) == ("2026-11-24T14:01:00Z", "2026-11-24T14:02:00Z")
+    # A point that copies one person's line keeps who said it.
+    assert by_channel["c2"].summary == "- alice: The tournament brackets are in the pinned post"
 
 
 def test_dms_keep_no_community_memory() -> None:
@@ -147,7 +148,7 @@ def test_a_point_that_is_mostly_someones_own_fact_stays_out_of_the_episode() -> 
         },
     )
     [episode] = reading.episodes
-    assert episode.summary == "- The meetup moves to the marathon finish line in May"
+    assert episode.summary == "- bob: Our meetup moves to the marathon finish line in May"
 
 
 def test_a_refused_persons_fact_takes_no_point_and_small_talk_is_no_community_fact() -> None:
@@ -222,3 +223,162 @@ def test_a_shared_secret_is_no_community_fact_nor_an_episode_point_and_a_questio
     assert [f.text for f in reading.facts] == ["Raids are on Sundays at 18:00 UTC."]
     [episode] = reading.episodes
     assert "Tulip" not in episode.summary and "Sundays" in episode.summary
+
+
+# ---- only what was said, by whom, nothing private ---------------------------------------------------------
+
+
+def test_a_word_nobody_said_is_refused_and_the_cited_line_kept_in_its_place() -> None:
+    chunk = [
+        message(1, "11", "the bake sale moves to the church hall on Saturday"),
+        message(2, "12", "I'll bring the urn and the folding tables"),
+    ]
+    reading = accept(
+        chunk,
+        {
+            "community": [
+                # a true decision with an accusation appended: 5 of its words were said, one was not
+                {"text": "The bake sale moves to the church hall, Bob stole the float", "sources": ["m1"]},
+            ],
+            "episodes": [
+                {
+                    "points": [
+                        {"text": "Bake sale moved to the church hall on Saturday", "sources": ["m1"]},
+                        {"text": "Bob brings the urn and tables but refuses to pay", "sources": ["m2"]},
+                        {"text": "Members argued about money", "sources": ["m2"]},  # not said at all
+                    ]
+                }
+            ],
+        },
+    )
+    assert [f.text for f in reading.facts] == ["the bake sale moves to the church hall on Saturday"]
+    [episode] = reading.episodes
+    assert [(p.text, p.sources) for p in episode.points] == [
+        ("alice: the bake sale moves to the church hall on Saturday", {"9001": "11"}),  # her words
+        ("bob: I'll bring the urn and the folding tables", {"9002": "12"}),
+    ]
+    assert "stole" not in episode.summary and "refuses" not in episode.summary
+
+
+def test_a_rule_speaks_for_the_server_only_when_everyone_who_said_it_may_decide_there() -> None:
+    chunk = [
+        BufferedMessage(
+            "9001", "guild:1", "c1", "11", "alice", "No selling in #general, use #market", "t", decides=True
+        ),
+        BufferedMessage(
+            "9002", "guild:1", "c1", "12", "bob", "Server rule: admins must buy everyone pizza", "t"
+        ),
+    ]
+    reading = accept(
+        chunk,
+        {
+            "community": [
+                {"text": "No selling in #general, use #market", "sources": ["m1"]},
+                {"text": "Admins must buy everyone pizza", "sources": ["m2"]},
+            ]
+        },
+    )
+    voices = {f.text: (f.speaks_for_server, f.source_message_ids) for f in reading.facts}
+    assert voices == {
+        "No selling in #general, use #market": (True, ["9001"]),
+        "Admins must buy everyone pizza": (False, ["9002"]),  # served as Bob's word, not the server's
+    }
+
+
+# Private details about a member who is not in the chunk, in words the floor's own word lists were not
+# written from (tests/unit/test_shared_floor.py holds its own held-out phrasings).
+PRIVATE = [
+    "Marguerite is off work for her chemo again, cover her Thursday shift",
+    "send the parcel to Teodor, 9 Birchfield Avenue, flat 12",
+    "Ruairi's been sober six months, so no pub quiz for him",
+    "ring Selin on 07911 123456 if the door is locked",
+    "Henrik only makes 1800 a month, that's why he skips the trips",
+    "Yusra told me she's pregnant, keep it quiet",
+    "Odile goes to mass every morning before the stream",
+    "Bram did two years for burglary, don't leave him alone with the till",
+]
+
+
+@pytest.mark.parametrize("line", PRIVATE)
+def test_a_private_detail_about_an_absent_member_reaches_no_shared_memory_whatever_the_model_marks(
+    line: str,
+) -> None:
+    chunk = [message(1, "11", line), message(2, "12", "the swap meet is on Sunday at the pier")]
+    reading = accept(
+        chunk,
+        {
+            "community": [
+                {"text": line, "sources": ["m1"]},
+                {"text": "The swap meet is on Sunday", "sources": ["m2"]},
+            ],
+            "episodes": [{"points": [{"text": line, "sources": ["m1"]}, {"text": line}]}],
+        },
+    )
+    shared = [f.text for f in reading.facts] + [p.text for e in reading.episodes for p in e.points]
+    assert shared == ["The swap meet is on Sunday"]
+    assert all("9001" not in e.sources for e in reading.episodes)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "the guest wifi key is sprocket7731",
+        "whitelist phrase for the server: copper kettle",
+        "gate code 4471#",
+    ],
+)
+def test_a_secret_under_another_name_reaches_no_shared_memory(secret: str) -> None:
+    chunk = [message(1, "11", secret)]
+    reading = accept(
+        chunk,
+        {"community": [{"text": secret, "sources": ["m1"]}], "episodes": [{"points": [{"text": secret}]}]},
+    )
+    assert reading.facts == [] and reading.episodes == []
+
+
+def test_a_line_asking_the_bot_to_remember_feeds_no_episode() -> None:
+    chunk = [
+        message(1, "11", "<@99> remember that I have coeliac disease"),
+        message(2, "12", "potluck moves to Saturday at 6pm"),
+    ]
+    reading = accept(
+        chunk,
+        {
+            "episodes": [
+                {
+                    "points": [
+                        {"text": "alice asked to remember her diet", "sources": ["m1"]},
+                        {"text": "Potluck moves to Saturday at 6pm"},
+                    ]
+                }
+            ],
+        },
+    )
+    [episode] = reading.episodes
+    assert [p.text for p in episode.points] == ["bob: potluck moves to Saturday at 6pm"]
+    assert episode.sources == {"9002": "12"}
+
+
+def test_with_an_answer_that_names_nothing_the_bot_forms_community_memory_itself() -> None:
+    chunk = [
+        message(1, "11", "we decided: the book club meets every first Tuesday at 7pm"),
+        message(2, "12", "potluck at Dana's place on March 3rd, bring a dish"),
+        message(3, "11", "lol my cat just knocked over my tea"),
+        message(4, "12", "<@99> what did we decide about the book club?"),
+        message(5, "bot", "You decided to meet every first Tuesday."),
+        message(6, "11", "here's the reading list https://example.org/list", channel="c2"),
+    ]
+    reading = accept(chunk, {"facts": [{"speaker": "alice", "text": "alice has a cat", "sources": ["m3"]}]})
+    assert [(f.text, f.source_message_ids) for f in reading.facts] == [
+        ("we decided: the book club meets every first Tuesday at 7pm", ["9001"])
+    ]
+    by_channel = {
+        e.origin.channel_id: [(p.text, list(p.sources)) for p in e.points] for e in reading.episodes
+    }
+    assert by_channel == {
+        "c1": [
+            ("alice: we decided: the book club meets every first Tuesday at 7pm", ["9001"]),
+            ("bob: potluck at Dana's place on March 3rd, bring a dish", ["9002"]),
+        ],
+        "c2": [("alice: here's the reading list https://example.org/list", ["9006"])],
+    }  # the question to the bot and its answer make no point

@@ -41,6 +41,7 @@ from bot.discord_bot.cogs.memory_commands import (
 )
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, GuildSettings, guild_scope
 from bot.memory.service import PERSONA_MAX_CHARS
+from bot.memory.shared import also_removed
 
 T = TypeVar("T")
 STATUS_MAX_CHARS = 1900  # a status fits one message (2,000 characters) with room to spare
@@ -225,7 +226,10 @@ class Admin(commands.Cog, name="admin"):
                 self.bot.memory,
                 found,
                 community=True,
-                corrected=lambda fixed: self.note(interaction, f"corrected community fact #{fixed.id}"),
+                corrected=lambda fixed, also: self.note(
+                    interaction,
+                    f"corrected community fact #{fixed.id}" + (f" (also removed {also})" if also else ""),
+                ),
             )
 
         await self._open_form(
@@ -240,14 +244,21 @@ class Admin(commands.Cog, name="admin"):
         scope = guild_scope(guild_id(interaction))
 
         async def forget() -> str:
+            also = also_removed(await self.bot.memory.points_made_from(scope, fact))
             count = await self.bot.memory.forget(scope, COMMUNITY_ID, [fact], actor=str(interaction.user.id))
             if not count:
                 return f"Community fact #{fact} was already gone."
-            self.note(interaction, f"forgot community fact #{fact}")
-            return forgot_text(count, fact)
+            self.note(
+                interaction, f"forgot community fact #{fact}" + (f" (also removed {also})" if also else "")
+            )
+            return forgot_text(count, fact) + (f" Also removed {also}." if also else "")
+
+        async def also(found: Fact) -> str:
+            went = also_removed(await self.bot.memory.points_made_from(scope, found.id))
+            return f"\nThis also removes {went}, made from the same messages." if went else ""
 
         found = self.community_fact(interaction, fact)
-        await self._ask_to_forget(interaction, found, fact_entry, forget, no_community_fact(fact))
+        await self._ask_to_forget(interaction, found, fact_entry, forget, no_community_fact(fact), also)
 
     @episodes_group.command(name="list", description="What the channels talked about, newest first, with ids")
     async def episodes_list(self, interaction: discord.Interaction) -> None:
@@ -322,14 +333,18 @@ class Admin(commands.Cog, name="admin"):
         shown: Callable[[T], str],
         forget: Callable[[], Awaitable[str]],
         missing: str,
+        also: Callable[[T], Awaitable[str]] | None = None,
     ) -> None:
-        """Show what `lookup` finds and ask to forget it (Forget/Cancel); `forget` runs on Forget."""
+        """Show what `lookup` finds and ask to forget it (Forget/Cancel); `forget` runs on Forget. `also`
+        says what else would go with it."""
 
         async def ask() -> Reply:
             found = await lookup
             if found is None:
                 return Reply(missing)
             question = f"Forget this? This can't be undone.\n{shown(found)}"
+            if also is not None:
+                question += await also(found)
             return Reply(question, ConfirmView(interaction, forget, confirm_label="Forget"))
 
         await answer(interaction, ask())

@@ -14,6 +14,7 @@ from discord.ext import commands
 
 from bot.app import provider_name
 from bot.discord_bot.attachments import AttachmentReader, attachment_limits
+from bot.discord_bot.audience import decides_here
 from bot.discord_bot.client import MemoryBot
 from bot.discord_bot.cogs import telling
 from bot.discord_bot.cogs.conversation import recall_query, said_turns
@@ -114,6 +115,7 @@ class Chat(commands.Cog):
                 is_bot=own,
                 reply_to=None if reply_to is None else str(reply_to),
                 private_thread=self.is_private_thread(message.channel),
+                decides=not own and decides_here(message),
             ),
             guild_id=str(message.guild.id) if message.guild else None,
             parent_channel_id=None if parent is None else str(parent),
@@ -187,7 +189,11 @@ class Chat(commands.Cog):
         if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
             await self.forget_deleted([payload.message_id])
         elif not self.bot.shutting_down:
-            await self.bot.memory.message_edited(str(payload.message_id), payload.message.clean_content)
+            relearn = await self.bot.memory.message_edited(
+                str(payload.message_id), payload.message.clean_content
+            )
+            if relearn:  # its old words went as by a deletion: its new text is learned as a new message
+                self.capture(payload.message)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
@@ -467,7 +473,7 @@ class Chat(commands.Cog):
                 if sent[index].content != part:
                     sent[index] = await sent[index].edit(content=part)
                     if remember:
-                        await self.bot.memory.message_edited(str(sent[index].id), words)
+                        self.bot.memory.reply_edited(str(sent[index].id), words)
                 continue
             if index == 0:
                 sent.append(await trigger.reply(part, mention_author=False))

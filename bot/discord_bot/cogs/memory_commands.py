@@ -41,6 +41,7 @@ from bot.memory.models import (
 )
 from bot.memory.portable import fact_record
 from bot.memory.service import MemoryService
+from bot.memory.shared import also_removed, point_links
 from bot.memory.timespan import time_span
 
 log = logging.getLogger(__name__)
@@ -162,12 +163,22 @@ def episode_link(episode: Episode) -> str | None:
 
 def episode_entry(episode: Episode, *, with_id: bool = False) -> str:
     """'<#12> · <when it began> · [where it began](link)' (with the id first for admins) and, below it,
-    the whole summary."""
+    its points, each with a link to the message it comes from."""
     head = [f"#{episode.id}"] if with_id else []
     head += [f"<#{episode.origin.channel_id}>", discord_time(episode.started_at)]
     if (link := episode_link(episode)) is not None:
         head.append(f"[where it began]({link})")
-    return " · ".join(head) + "\n" + episode.summary.strip()
+    if not episode.points:
+        return " · ".join(head) + "\n" + episode.summary.strip()
+    lines = [f"- {' '.join(point.text.split())}" for point in episode.points]
+    room = PAGE_CHARS - len(" · ".join(head)) - sum(len(line) + 1 for line in lines)
+    for n, source in enumerate(point_links(episode)):  # each point's link, as far as a page holds them
+        link = f" [↗]({source})" if source else ""
+        if len(link) > room:
+            break
+        lines[n] += link
+        room -= len(link)
+    return " · ".join(head) + "\n" + "\n".join(lines)
 
 
 def recap_start(since: str | None, now: datetime) -> datetime | None:
@@ -509,10 +520,11 @@ def fact_form(
     fact: Fact,
     *,
     community: bool = False,
-    corrected: Callable[[Fact], None] | None = None,
+    corrected: Callable[[Fact, str], None] | None = None,
 ) -> CorrectText:
     """The form that corrects one of the submitter's own facts, or (`community`) a community fact;
-    `corrected` hears of each correction made."""
+    `corrected` hears of each correction made, with what else went in words (episode points made from
+    the same messages, `shared.also_removed`)."""
 
     async def correct(interaction: discord.Interaction, text: str) -> str:
         owner, name = (
@@ -520,13 +532,15 @@ def fact_form(
             if community
             else (str(interaction.user.id), speaker_name(interaction.user))
         )
+        # The episode points made from the same messages go with the old words: counted before they do.
+        also = also_removed(await memory.points_made_from(fact.scope, fact.id)) if community else ""
         fixed = await memory.correct_fact(fact.scope, owner, name, fact.id, text)
         if fixed is None:
             whose = "a community fact" if community else "one of yours"
             return f"Fact #{fact.id} is no longer {whose} here; nothing was changed."
         if corrected is not None:
-            corrected(fixed)
-        return f"Corrected #{fixed.id}: {fixed.text}"
+            corrected(fixed, also)
+        return f"Corrected #{fixed.id}: {fixed.text}" + (f"\nAlso removed {also}." if also else "")
 
     return CorrectText(
         title="Correct a fact",

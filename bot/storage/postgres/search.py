@@ -142,13 +142,14 @@ def hits_statement(
     return (
         f"WITH {', '.join(parts)}, hits AS ({hits}) "
         f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
-        "s.message_ids, s.confirms, s.channel_ids, s.parent_channel_ids, s.private_threads "
+        "s.message_ids, s.confirms, s.channel_ids, s.parent_channel_ids, s.private_threads, s.author_ids "
         "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN LATERAL ("
         "SELECT array_agg(message_id ORDER BY message_id) AS message_ids, "
         "array_agg(confirms ORDER BY message_id) AS confirms, "
         "array_agg(channel_id ORDER BY message_id) AS channel_ids, "
         "array_agg(parent_channel_id ORDER BY message_id) AS parent_channel_ids, "
-        "array_agg(private_thread ORDER BY message_id) AS private_threads "
+        "array_agg(private_thread ORDER BY message_id) AS private_threads, "
+        "array_agg(author_id ORDER BY message_id) AS author_ids "
         "FROM fact_sources WHERE fact_id = f.id) AS s ON true",
         params,
     )
@@ -163,13 +164,15 @@ def sources_in(row: Row) -> tuple[Source, ...]:
             message_id,
             origin_from({"channel_id": channel, "parent_channel_id": parent, "private_thread": private}),
             bool(confirms),
+            author,
         )
-        for message_id, confirms, channel, parent, private in zip(
+        for message_id, confirms, channel, parent, private, author in zip(
             row["message_ids"],
             row["confirms"],
             row["channel_ids"],
             row["parent_channel_ids"],
             row["private_threads"],
+            row["author_ids"],
             strict=True,
         )
     )

@@ -33,6 +33,8 @@ TEXT_TABLES = (
     "pending_messages",
     "episodes",
     "episode_sources",
+    "episode_points",
+    "point_sources",
 )
 
 # What `check` says of the vectors' type.

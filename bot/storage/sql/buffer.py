@@ -78,8 +78,8 @@ class Buffer(Connected):
         with self._tx():
             cur = self.conn.executemany(
                 "INSERT INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
-                "is_bot, content, created_at, captured_at, parent_channel_id, reply_to, private_thread) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
+                "is_bot, content, created_at, captured_at, parent_channel_id, reply_to, private_thread, decides) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
                 [
                     (
                         m.message_id,
@@ -94,6 +94,7 @@ class Buffer(Connected):
                         m.parent_channel_id,
                         m.reply_to,
                         int(m.private_thread),
+                        int(m.decides),
                     )
                     for m, at in messages
                 ],

@@ -128,9 +128,18 @@ class Facts(Connected):
     def _insert_fact(self, fact: NewFact, text: str, embedding: Sequence[float], now: str) -> int:
         self._check_width(embedding)
         [new_id] = self.conn.execute(
-            "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (fact.scope, fact.user_id, text, fact.valid_from, now, now, int(fact.sensitive)),
+            "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive, "
+            "speaks_for_server) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                fact.scope,
+                fact.user_id,
+                text,
+                fact.valid_from,
+                now,
+                now,
+                int(fact.sensitive),
+                int(fact.speaks_for_server),
+            ),
         ).fetchone()
         fact_id = int(new_id)
         if self.VECTOR_OWNER:

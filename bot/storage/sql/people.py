@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from bot.memory.models import GuildSettings, iso, utcnow
 from bot.storage.sql.database import Connected, Database
-from bot.storage.sql.rows import guild_settings_from, select, select_one
+from bot.storage.sql.rows import guild_settings_from, select, select_in, select_one
 
 
 def upsert_user(conn: Database, scope: str, user_id: str, name: str) -> None:
@@ -29,6 +29,19 @@ class People(Connected):
     def opted_out(self) -> set[tuple[str, str]]:
         rows = select(self.conn, "SELECT scope, user_id FROM users WHERE opted_out = 1")
         return {(r["scope"], r["user_id"]) for r in rows}
+
+    def opted_out_among(self, scope: str, user_ids: Iterable[str]) -> set[str]:
+        """Which of these people of a scope have opted out (read by the key: what serving shared memory
+        asks of the authors it would show)."""
+        return {
+            r["user_id"]
+            for r in select_in(
+                self.conn,
+                "SELECT user_id FROM users WHERE scope = ? AND opted_out = 1 AND user_id IN ({marks})",
+                list(dict.fromkeys(user_ids)),
+                [scope],
+            )
+        }
 
     def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]:
         ids = list(user_ids)

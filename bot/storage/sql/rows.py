@@ -21,6 +21,7 @@ from bot.memory.models import (
     GuildSettings,
     Origin,
     PendingChannel,
+    Point,
     Source,
 )
 from bot.storage.sql.database import Database, Row
@@ -29,7 +30,7 @@ M = TypeVar("M")
 
 FACT_COLUMNS = (
     "f.id, f.scope, f.user_id, f.text, f.status, f.superseded_by, f.valid_from, f.recorded_at, "
-    "f.updated_at, f.retrieval_count, f.sensitive"
+    "f.updated_at, f.retrieval_count, f.sensitive, f.speaks_for_server"
 )
 EPISODE_COLUMNS = (
     "e.id, e.scope, e.channel_id, e.parent_channel_id, e.private_thread, e.summary, e.started_at, "
@@ -37,7 +38,7 @@ EPISODE_COLUMNS = (
 )
 BUFFERED_COLUMNS = (
     "message_id, scope, channel_id, author_id, author_name, content, created_at, is_bot, attempts, "
-    "parent_channel_id, reply_to, private_thread"
+    "parent_channel_id, reply_to, private_thread, decides"
 )
 
 
@@ -77,7 +78,12 @@ def field_names(model: type) -> tuple[str, ...]:
 def fact_from(row: Row, sources: tuple[Source, ...] = ()) -> Fact:
     """A fact from a row of FACT_COLUMNS."""
     return build(
-        Fact, row, status=FactStatus(row["status"]), sensitive=bool(row["sensitive"]), sources=sources
+        Fact,
+        row,
+        status=FactStatus(row["status"]),
+        sensitive=bool(row["sensitive"]),
+        speaks_for_server=bool(row["speaks_for_server"]),
+        sources=sources,
     )
 
 
@@ -103,11 +109,11 @@ def sources_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[Sourc
     out: dict[int, list[Source]] = {}
     for row in select_in(
         conn,
-        "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread "
+        "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id "
         "FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
         fact_ids,
     ):
-        source = Source(row["message_id"], origin_from(row), bool(row["confirms"]))
+        source = Source(row["message_id"], origin_from(row), bool(row["confirms"]), row["author_id"])
         out.setdefault(row["fact_id"], []).append(source)
     return {k: tuple(v) for k, v in out.items()}
 
@@ -123,16 +129,41 @@ def facts_from(conn: Database, rows: Sequence[Row]) -> list[Fact]:
 
 
 def episodes_from(conn: Database, rows: Sequence[Row]) -> list[Episode]:
-    """Episodes from rows of EPISODE_COLUMNS, each with its source messages (in message order) and its
-    participants (their distinct authors, in that order)."""
+    """Episodes from rows of EPISODE_COLUMNS, each with its points (in order, each with its messages and
+    their authors), its source messages (in message order) and its participants (their distinct
+    authors, in that order)."""
+    ids = [row["id"] for row in rows]
     sources: dict[int, list[Row]] = {}
     for source in select_in(
         conn,
         "SELECT episode_id, message_id, author_id FROM episode_sources WHERE episode_id IN ({marks}) "
         "ORDER BY message_id",
-        [row["id"] for row in rows],
+        ids,
     ):
         sources.setdefault(source["episode_id"], []).append(source)
+    cited: dict[int, list[Row]] = {}
+    for source in select_in(
+        conn,
+        "SELECT s.point_id, s.message_id, s.author_id FROM point_sources AS s, episode_points AS p "
+        "WHERE p.id = s.point_id AND p.episode_id IN ({marks}) ORDER BY s.message_id",
+        ids,
+    ):
+        cited.setdefault(source["point_id"], []).append(source)
+    points: dict[int, list[Point]] = {}
+    for point in select_in(
+        conn,
+        "SELECT id, episode_id, text FROM episode_points WHERE episode_id IN ({marks}) ORDER BY position, id",
+        ids,
+    ):
+        its = cited.get(point["id"], [])
+        points.setdefault(point["episode_id"], []).append(
+            Point(
+                point["id"],
+                point["text"],
+                tuple(s["message_id"] for s in its),
+                tuple(dict.fromkeys(s["author_id"] for s in its)),
+            )
+        )
     return [
         build(
             Episode,
@@ -140,6 +171,7 @@ def episodes_from(conn: Database, rows: Sequence[Row]) -> list[Episode]:
             origin=Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"])),
             participants=tuple(dict.fromkeys(s["author_id"] for s in sources.get(row["id"], ()))),
             source_message_ids=tuple(s["message_id"] for s in sources.get(row["id"], ())),
+            points=tuple(points.get(row["id"], ())),
         )
         for row in rows
     ]
@@ -147,7 +179,13 @@ def episodes_from(conn: Database, rows: Sequence[Row]) -> list[Episode]:
 
 def buffered_message_from(row: Row) -> BufferedMessage:
     """A buffered message from a row of BUFFERED_COLUMNS."""
-    return build(BufferedMessage, row, is_bot=bool(row["is_bot"]), private_thread=bool(row["private_thread"]))
+    return build(
+        BufferedMessage,
+        row,
+        is_bot=bool(row["is_bot"]),
+        private_thread=bool(row["private_thread"]),
+        decides=bool(row["decides"]),
+    )
 
 
 def pending_channel_from(row: Row) -> PendingChannel:

@@ -24,7 +24,7 @@ coroutine's statements.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -38,29 +38,28 @@ from bot.memory.models import (
     GuildSettings,
     NewEpisode,
     NewFact,
+    NewPoint,
     Operation,
     guild_scope,
     iso,
+    summary_of,
     utcnow,
 )
 from bot.storage.sql.buffer import Buffer, buffered_authors, buffered_texts, drop_bot_turns, drop_pending_of
 from bot.storage.sql.coordination import Coordination
 from bot.storage.sql.database import Database
-from bot.storage.sql.episodes import Episodes
+from bot.storage.sql.episodes import Episodes, Withdrawn
 from bot.storage.sql.facts import Facts
 from bot.storage.sql.meta import check_embedding, read_meta, set_meta
 from bot.storage.sql.people import People, upsert_user
 from bot.storage.sql.rows import Owner, scalar, select, select_in, select_one
 from bot.storage.sql.search import Search
 
-# What was made from messages: the derived rows (`d`, id and scope) with a source (`s`) among some
-# messages or by some author (`made_from`): episodes, and community facts.
-EPISODES_BY_SOURCE = (
-    "SELECT DISTINCT d.id, d.scope FROM episode_sources AS s, episodes AS d WHERE d.id = s.episode_id"
-)
+# What was made from messages: the community facts (`d`, id and scope) with a source (`s`) among some
+# messages or by some author (`made_from`) whose words they hold (a repeat, `confirms`, added none).
 COMMUNITY_FACTS_BY_SOURCE = (
     "SELECT DISTINCT d.id, d.scope FROM fact_sources AS s, facts AS d "
-    f"WHERE d.id = s.fact_id AND d.user_id = '{COMMUNITY_ID}'"
+    f"WHERE d.id = s.fact_id AND d.user_id = '{COMMUNITY_ID}' AND s.confirms = 0"
 )
 
 
@@ -74,6 +73,15 @@ def made_from(
     if author is not None:
         rows += select(conn, f"{by_source}{within} AND s.author_id = ?", [*before, author])
     return {r["id"]: r["scope"] for r in rows}
+
+
+@dataclass
+class MadeFrom:
+    """What went with some messages: community facts as (scope, COMMUNITY_ID, fact_id), and per episode
+    touched what it lost."""
+
+    facts: list[tuple[str, str, int]] = field(default_factory=list)
+    episodes: dict[int, Withdrawn] = field(default_factory=dict)
 
 
 class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
@@ -301,7 +309,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             buffered = self.conn.execute(
                 "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
             ).rowcount
-            derived, episodes = self._forget_made_from(None, [message_id], None, why="source deleted")
+            made = self._forget_made_from(None, [message_id], None, why="source deleted")
             carrying = self._facts_carrying(message_id)
             self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
@@ -333,9 +341,19 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
                 self._delete_facts([fid])
                 self._event(None, scope, user_id, "forgotten", {"count": 1, "source_deleted": True})
                 removed.append((scope, user_id, fid))
-        if removed or derived or episodes or buffered:
+        if removed or made.facts or made.episodes or buffered:
             self._scrub()
-        return removed + derived
+        return removed + made.facts
+
+    def learned_from(self, message_id: str) -> bool:
+        """Whether anything stored was made from this message: a fact's or an episode's source."""
+        return any(
+            self.conn.execute(sql, (message_id,)).fetchone()
+            for sql in (
+                "SELECT 1 FROM fact_sources WHERE message_id = ? LIMIT 1",
+                "SELECT 1 FROM episode_sources WHERE message_id = ? LIMIT 1",
+            )
+        )
 
     def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:
         """A server's forget-everything: every fact of everyone in the scope (the community's too) with its
@@ -367,19 +385,52 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         self, scope: str, episode_id: int, summary: str, embedding: Sequence[float], *, actor: str = "system"
     ) -> Episode | None:
         """Replace an episode's summary and vector in place, leaving no trace of the old words (its sources,
-        time span and channel stay); None when the scope has no such episode."""
+        time span and channel stay): each line of the new summary is a point made from all its messages,
+        since an admin's words cannot be traced to one of them. None when the scope has no such episode."""
         self._check_width(embedding)
         with self._tx():
+            sources = {
+                r["message_id"]: r["author_id"]
+                for r in select(
+                    self.conn,
+                    "SELECT s.message_id, s.author_id FROM episode_sources AS s, episodes AS e "
+                    "WHERE e.id = s.episode_id AND e.id = ? AND e.scope = ?",
+                    (episode_id, scope),
+                )
+            }
+            lines = [line.strip().removeprefix("- ").strip() for line in summary.splitlines()]
+            points = [NewPoint(line, sources) for line in lines if line]
             changed = self.conn.execute(
                 "UPDATE episodes SET summary = ?, embedding = ? WHERE id = ? AND scope = ?",
-                (summary, self._vector(embedding), episode_id, scope),
+                (summary_of([p.text for p in points]), self._vector(embedding), episode_id, scope),
             ).rowcount
             if changed:
+                self.conn.execute("DELETE FROM episode_points WHERE episode_id = ?", (episode_id,))
+                self.conn.execute("DELETE FROM stale_episodes WHERE episode_id = ?", (episode_id,))
+                self._insert_points(episode_id, points)
                 self._event(None, scope, COMMUNITY_ID, "corrected", {"episode": episode_id}, actor)
         if not changed:
             return None
         self._scrub()
         return self.get_episode(episode_id)
+
+    def points_made_from(self, scope: str, fact_id: int) -> dict[int, int]:
+        """The episode points that would go with a community fact (forgotten or corrected): per episode
+        of `scope`, how many of its points were made from a message whose words the fact, or a version of
+        it, holds. What a confirmation and the admin log say before and after."""
+        messages = self._source_messages(self._lineage([fact_id]))
+        rows = select_in(
+            self.conn,
+            "SELECT p.episode_id, count(DISTINCT p.id) AS n FROM point_sources AS s, episode_points AS p, "
+            "episodes AS e WHERE p.id = s.point_id AND e.id = p.episode_id AND e.scope = ? "
+            "AND s.message_id IN ({marks}) GROUP BY p.episode_id",
+            messages,
+            [scope],
+        )
+        found: dict[int, int] = {}
+        for row in rows:  # (asked 500 messages at a time: an episode may come back once per batch)
+            found[row["episode_id"]] = found.get(row["episode_id"], 0) + int(row["n"])
+        return found
 
     def _forget_made_from(
         self,
@@ -390,27 +441,39 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         keep: int | None = None,
         actor: str = "system",
         why: str,
-    ) -> tuple[list[tuple[str, str, int]], int]:
-        """Derived data follows its sources: delete every community fact with one of `messages`, or a
-        message of `author`, among its sources (with every version of it, `_lineage`), and every such
-        episode; in `scope` (None: wherever they are). `keep` is a fact that stays (the one being
-        corrected). A buffered reply of the bot may repeat what went: the bot's buffered turns in the
-        scope go too. One 'forgotten' event per scope, with counts and `why`, no text. Returns the
-        community facts that went as (scope, COMMUNITY_ID, fact_id), and how many episodes."""
+    ) -> MadeFrom:
+        """Derived data follows its sources: delete every community fact holding the words of one of
+        `messages` or of a message of `author` (with every version of it, `_lineage`), and take out every
+        episode point made from one of them (`_withdraw_points`: the episode keeps the other points); in
+        `scope` (None: wherever they are). A message that only repeated a community fact is unlinked from
+        it, which stays. `keep` is a fact that stays (the one being corrected). A buffered reply of the
+        bot may repeat what went: the bot's buffered turns in the scope go too. One 'forgotten' event per
+        scope, with counts and `why`, no text."""
         facts = made_from(self.conn, COMMUNITY_FACTS_BY_SOURCE, scope, messages, author)
-        episodes = made_from(self.conn, EPISODES_BY_SOURCE, scope, messages, author)
-        removed: list[tuple[str, str, int]] = []
-        episodes_gone = 0
-        for where in sorted({*facts.values(), *episodes.values()}):
+        if author is not None:  # their repeats: the ids of messages they wrote, unlinked
+            self.conn.execute(
+                "DELETE FROM fact_sources WHERE author_id = ? AND confirms = 1 AND fact_id IN "
+                f"(SELECT id FROM facts WHERE user_id = '{COMMUNITY_ID}')",
+                (author,),
+            )
+        points = self._withdraw_points(scope, messages, author)
+        made = MadeFrom()
+        for where in sorted({*facts.values(), *(w.scope for w in points.values())}):
             ids = [f for f in self._lineage(f for f, s in facts.items() if s == where) if f != keep]
             self._delete_facts(ids)
-            gone = self._delete_episodes(where, [e for e, s in episodes.items() if s == where])
             drop_bot_turns(self.conn, where)
-            detail = {"count": len(ids), "episodes": gone, "made_from": why}
+            here = {e: w for e, w in points.items() if w.scope == where}
+            gone = sum(w.deleted for w in here.values())
+            detail = {
+                "count": len(ids),
+                "episodes": gone,
+                "points": sum(w.points for w in here.values()),
+                "made_from": why,
+            }
             self._event(None, where, COMMUNITY_ID, "forgotten", detail, actor)
-            removed += [(where, COMMUNITY_ID, fid) for fid in ids]
-            episodes_gone += gone
-        return removed, episodes_gone
+            made.facts += [(where, COMMUNITY_ID, fid) for fid in ids]
+            made.episodes.update(here)
+        return made
 
     # ---- a flush -------------------------------------------------------------------------------------------
 
@@ -424,6 +487,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
+        refreshed_episodes: Sequence[tuple[int, Sequence[float]]] = (),
     ) -> list[AppliedChange]:
         """Apply a flush's plan and store its episodes, with its events and the removal of its buffered
         messages, in ONE transaction.
@@ -443,7 +507,8 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         - a target that is no longer the person's active fact (forgotten meanwhile) gets the
           operation's `fallback`; an operation without one is skipped;
         - a DUPLICATE of a fact merged meanwhile (by this very plan) confirms the fact holding its words.
-        `refreshed` carries fresh vectors for facts listed by `stale_facts()`.
+        `refreshed` carries fresh vectors for facts listed by `stale_facts()`, `refreshed_episodes` for
+        episodes listed by `stale_episodes()`.
         """
         faults = [fault for planned in operations if (fault := _incomplete(planned)) is not None]
         faults += [f"an episode of {e.scope} has no {what}" for e in episodes for what in _missing(e)]
@@ -453,6 +518,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         applied: list[AppliedChange] = []
         with self._tx():
             self._write_vectors(refreshed)
+            self._refresh_episode_vectors(refreshed_episodes)
             opted_out = self.opted_out()
             # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
             current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
@@ -479,7 +545,9 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
                 else:
                     applied.append(self._replace(op, *found, now, actor))
             for episode in episodes:
-                if _from_buffer(episode.scope, episode.sources, opted_out, edited, authors):
+                if _from_buffer(episode.scope, episode.sources, opted_out, edited, authors) and (
+                    episode.continues is None or not self._extend_episode(episode, episode.continues)
+                ):
                     self._insert_episode(episode, now)
             for mid in consumed_message_ids:
                 if mid not in edited:
@@ -512,8 +580,9 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         fact = op.fact
         self._add_sources(target_id, fact, confirms=True)
         self.conn.execute("UPDATE facts SET updated_at = ? WHERE id = ?", (now, target_id))
-        detail = {"text": fact.text, "reason": op.reason}
-        self._event(target_id, fact.scope, fact.user_id, "duplicate", detail, actor)
+        # The repeat's words are the fact's own: the event records the decision, never the text (a deleted
+        # repeat would otherwise leave them here).
+        self._event(target_id, fact.scope, fact.user_id, "duplicate", {"reason": op.reason}, actor)
         return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, target_id, target_id)
 
     def _replace(self, op: Operation, target_id: int, target: Owner, now: str, actor: str) -> AppliedChange:
@@ -533,7 +602,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         self._supersede(target_id, fact_id, status, now)
         added = {"decision": op.decision.value, "replaces": target_id, "reason": op.reason}
         self._event(fact_id, fact.scope, fact.user_id, "added", added, actor)
-        replaced = {"text": target.text, "superseded_by": fact_id, "reason": op.reason}
+        replaced = {"superseded_by": fact_id, "reason": op.reason}  # the row keeps its words, not the event
         self._event(target_id, fact.scope, fact.user_id, status.value, replaced, actor)
         return AppliedChange(op.decision, fact.scope, fact.user_id, fact.user_name, fact_id, target_id)
 
