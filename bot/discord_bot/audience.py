@@ -67,10 +67,10 @@ def open_to_everyone(guild: discord.Guild, channel: discord.abc.GuildChannel) ->
     return not any(o.view_channel is False for o in channel.overwrites.values())
 
 
-def decides_here(message: discord.Message) -> bool:
+def decides_here(message: discord.Message, moderator_role_id: str | None = None) -> bool:
     """Whether a message's author could decide for the server where they said it (Manage Server or
-    Manage Messages in that channel): a rule or decision made only of such messages speaks as the
-    server; anyone else's is served as their own word."""
+    Manage Messages in that channel, or the moderator role an admin named): a rule or decision made only
+    of such messages speaks as the server; anyone else's is served as their own word."""
     author, channel = message.author, message.channel
     if (
         message.guild is None
@@ -78,6 +78,8 @@ def decides_here(message: discord.Message) -> bool:
         or not hasattr(channel, "permissions_for")
     ):
         return False
+    if moderator_role_id is not None and any(str(role.id) == moderator_role_id for role in author.roles):
+        return True
     allowed = channel.permissions_for(author)
     return bool(allowed.manage_guild or allowed.manage_messages)
 

@@ -335,6 +335,7 @@ class GuildSettings:
     members_see_others: bool = False
     ignored_channel_ids: set[str] = field(default_factory=set)
     persona: str | None = None  # the server's own persona, instead of BOT_PERSONA
+    moderator_role_id: str | None = None  # its members' rules and decisions speak as the server
     channel_personas: dict[str, str] = field(default_factory=dict)  # channel id -> persona there
 
     def persona_for(self, channel_id: str, parent_channel_id: str | None = None) -> str | None:

@@ -172,7 +172,9 @@ async def test_an_edit_after_learning_takes_the_old_words_from_every_table_and_l
         async def old_words_gone() -> bool:
             raw = file_bytes(Path(w.bot.settings.database_location)).lower() if backend() == "sqlite" else b""
             in_file = b"quillonby" in raw or b"wharfside" in raw  # the SQLite file and its WAL
-            return not in_file and traces(w.bot.memory.store.sync, backend(), ["Quillonby", "Wharfside"]) == []
+            return (
+                not in_file and traces(w.bot.memory.store.sync, backend(), ["Quillonby", "Wharfside"]) == []
+            )
 
         await eventually(old_words_gone, what="the old words gone from every table, the file and its WAL")
         await eventually(lambda: w.captured(moved["id"]), what="the edited message captured again")
@@ -268,3 +270,22 @@ async def test_a_talk_read_in_two_chunks_is_one_episode(tmp_path: Path) -> None:
             "bob: The hackathon ocean cleanup robots need sonar sensors",
         ]
         assert episode.participants == (str(w.alice["id"]), str(w.bob["id"]))
+
+
+async def test_a_moderator_role_an_admin_names_speaks_for_the_server(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
+        gullible(w)
+        mods = await w.discord.add_role(w.alpha, "mods")
+        await w.discord.set_roles(w.alpha, w.carol, [mods])
+        _, refused = await admin(w, w.bob, "moderators", "set", role=mods)
+        assert "Manage Server" in refused["data"]["content"]  # only admins name it
+        _, done = await admin(w, w.alice, "moderators", "set", role=mods)
+        assert f"<@&{mods}>" in done["data"]["content"]
+        await w.say(w.general, w.carol, "Rule: voice chat is muted during the movie night")
+        await w.say(w.general, w.bob, "Rule: bob always picks the movie on movie night")
+        await w.flush()
+        block = block_of(await ask(w, w.general, w.alice, "what are the movie night rules?"))
+        assert re.search(r'voice="server">Rule: voice chat is muted', block)
+        assert re.search(r'said_by="bob">Rule: bob always picks the movie', block)
+        await log_lines(w, f"alice named <@&{mods}> as the moderators' role.")

@@ -104,6 +104,11 @@ class Admin(commands.Cog, name="admin"):
         description="How the bot presents itself in this server or a channel",
         parent=admin_group,
     )
+    moderators_group = app_commands.Group(
+        name="moderators",
+        description="Whose rules and decisions speak for the server in its memory",
+        parent=admin_group,
+    )
     community_group = app_commands.Group(
         name="community",
         description="What the bot remembers about the server itself (rules, events, decisions)",
@@ -377,6 +382,30 @@ class Admin(commands.Cog, name="admin"):
             content,
         )
 
+    @moderators_group.command(name="set", description="Members with this role speak for the server")
+    @app_commands.describe(role="The moderators' role")
+    async def moderators_set(self, interaction: discord.Interaction, role: discord.Role) -> None:
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(str(guild_id(interaction)), moderator_role_id=str(role.id)),
+            f"named {role.mention} as the moderators' role",
+            f"Rules and decisions said by members of {role.mention} from now on speak for the server in my "
+            "memory, as those of members with Manage Server or Manage Messages do. Anyone else's are kept "
+            "as their own word.",
+        )
+
+    @moderators_group.command(
+        name="clear", description="Only Manage Server or Manage Messages speak for the server"
+    )
+    async def moderators_clear(self, interaction: discord.Interaction) -> None:
+        await self.change(
+            interaction,
+            self.bot.memory.update_guild(str(guild_id(interaction)), moderator_role_id=None),
+            "cleared the moderators' role",
+            "From now on only members with Manage Server or Manage Messages where they speak decide for the "
+            "server in my memory.",
+        )
+
     @logchannel_group.command(name="clear", description="Stop posting the memory log in a channel of its own")
     async def logchannel_clear(self, interaction: discord.Interaction) -> None:
         async def clear() -> Reply:
@@ -552,6 +581,8 @@ def format_status(settings: GuildSettings, default_persona: str) -> str:
         "Memory log: "
         + (f"<#{settings.log_channel_id}>" if settings.log_channel_id else "the bot's default"),
         f"Members see each other's facts: {'yes' if settings.members_see_others else 'no'}",
+        "Speak for the server: Manage Server or Manage Messages"
+        + (f", and <@&{settings.moderator_role_id}>" if settings.moderator_role_id else ""),
         "Ignored channels: " + (", ".join(f"<#{c}>" for c in sorted(settings.ignored_channel_ids)) or "none"),
         "**Persona**",
         "Server-wide: "

@@ -115,11 +115,15 @@ class Chat(commands.Cog):
                 is_bot=own,
                 reply_to=None if reply_to is None else str(reply_to),
                 private_thread=self.is_private_thread(message.channel),
-                decides=not own and decides_here(message),
+                decides=not own and decides_here(message, self.moderator_role(message)),
             ),
             guild_id=str(message.guild.id) if message.guild else None,
             parent_channel_id=None if parent is None else str(parent),
         )
+
+    def moderator_role(self, message: discord.Message) -> str | None:
+        """The role an admin named whose members' rules and decisions speak as the server, if any."""
+        return self.bot.memory.guild(str(message.guild.id)).moderator_role_id if message.guild else None
 
     def is_private_thread(self, channel: discord.abc.Messageable) -> bool:
         """Whether `channel` is a private thread, whose words serve its members only."""

@@ -2,8 +2,9 @@
 -- was made from (and their authors), so a deleted or edited message, an author's erasure or an admin's
 -- correction takes out only the points that came from those messages and the episode keeps the others.
 -- An episode from before is one point holding its whole summary, made from all its messages.
--- A buffered message records whether its author could decide for the server in its channel, and a
--- community fact whether it speaks for the server (made only from such messages) or for its authors.
+-- A buffered message records whether its author could decide for the server in its channel (Manage
+-- Server or Manage Messages there, or the moderator role an admin named), and a community fact whether
+-- it speaks for the server (made only from such messages) or for its authors.
 -- A 'duplicate', 'merged' or 'invalidated' audit event no longer holds a fact's words; those from
 -- before are cleared.
 CREATE TABLE episode_points (
@@ -28,6 +29,7 @@ INSERT INTO point_sources (point_id, message_id, author_id)
     SELECT p.id, s.message_id, s.author_id FROM episode_points AS p, episode_sources AS s
     WHERE s.episode_id = p.episode_id;
 ALTER TABLE pending_messages ADD COLUMN decides INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE guild_settings ADD COLUMN moderator_role_id TEXT;
 ALTER TABLE facts ADD COLUMN speaks_for_server INTEGER NOT NULL DEFAULT 0;
 UPDATE fact_events SET detail = json_remove(detail, '$.text')
     WHERE kind IN ('duplicate', 'merged', 'invalidated') AND json_extract(detail, '$.text') IS NOT NULL;
