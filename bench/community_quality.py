@@ -66,7 +66,7 @@ from typing import Any
 
 import bot.memory.extract as extract_module
 from bench.common import machine, table, write_json
-from bench.quality import LocalServer, Recorder, settings_for
+from bench.quality import LlamaServer, LocalServer, Recorder, _llama_label, settings_for
 from bench.script import purpose_of
 from bot.app import open_memory
 from bot.config import Settings
@@ -731,9 +731,10 @@ def _named(item: dict[str, Any]) -> str:
     return f"{item['kind']} {item['id']} ({status}{', '.join(item['channels']) or '?'}): {text!r}"
 
 
-async def main_async(args: argparse.Namespace, model_url: str | None) -> dict[str, Any]:
+async def main_async(args: argparse.Namespace, model_url: str | Settings | None) -> dict[str, Any]:
     """The run of the week `args.script` against `model_url` (a Gemini-compatible endpoint, "" for Gemini
-    itself), or against the stand-in and `rule_brain` when None."""
+    itself, or a provider's settings: llama-cpp-python's server through the OpenAI provider), or against
+    the stand-in and `rule_brain` when None."""
     week = week_named(args.script)
     lines = [line for line in week.script if not args.quick or line.day < QUICK_DAYS]
     questions = [q for q in week.questions if not args.quick or q.needs < QUICK_DAYS]
@@ -762,15 +763,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--quick", action="store_true", help=f"days 1-{QUICK_DAYS} and their questions")
     parser.add_argument("--local", action="store_true", help="start bench.local_model and use it")
+    parser.add_argument(
+        "--llama-server",
+        action="store_true",
+        help="llama-cpp-python's server (the README's local model) through the OpenAI provider, select mode",
+    )
     parser.add_argument("--local-args", default="", help="extra arguments for bench.local_model serve")
     parser.add_argument("--timeout", type=float, default=0.0, help="seconds per request (0: none)")
     parser.add_argument("--show", action="store_true", help="print each block's items and the memory")
     args = parser.parse_args(argv)
-    model_url: str | None = os.environ.get("GEMINI_BASE_URL") or None
-    server: LocalServer | None = None
+    model_url: str | Settings | None = os.environ.get("GEMINI_BASE_URL") or None
+    server: LocalServer | LlamaServer | None = None
     if args.local:
-        server = LocalServer(args.local_args.split()).__enter__()
-        model_url = server.base_url
+        local = LocalServer(args.local_args.split()).__enter__()
+        server, model_url = local, local.base_url
+    elif args.llama_server:
+        llama = LlamaServer(args.local_args.split()).__enter__()
+        server, model_url = llama, llama.settings
     elif model_url is None and (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")):
         args.timeout = args.timeout or 60.0  # real Gemini
         model_url = ""
@@ -780,8 +789,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if server is not None:
             server.__exit__(None, None, None)
-    endpoint = "Gemini stand-in + rule_brain" if model_url is None else model_url or "Gemini API"
+    endpoint = "Gemini stand-in + rule_brain" if model_url is None else str(model_url) or "Gemini API"
     endpoint = "local: " + _local_label() if args.local else endpoint
+    endpoint = _llama_label() if args.llama_server else endpoint
     week = week_named(args.script)
     results = {
         "script": week.name,
@@ -795,7 +805,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.show:
         show(results)
     name = "community_quality" + ("" if week.name == "week1" else f"_{week.name}")  # week1's as recorded
-    name += "_local" if args.local else "" if model_url is None else "_endpoint"
+    name += (
+        "_local"
+        if args.local
+        else "_llama_server"
+        if args.llama_server
+        else ""
+        if model_url is None
+        else "_endpoint"
+    )
     data = {"benchmark": "community_quality", "machine": machine(), "quick": args.quick, **results}
     # A model's run is small by design (minutes per call here), so its --quick figures are the ones quoted.
     print(f"\nwrote {write_json(name, data, partial=args.quick and model_url is None)}")

@@ -211,6 +211,9 @@ _HEALTH = re.compile(
     r"|weed|nicotine|vaping)|alcoholi\w*|drinking problem|sober|sobriety|relaps\w*|aa meetings?"
     r"|alcoholics anonymous|na meetings?|narcotics anonymous|(?:12|twelve)[- ]step"
     r"|gambling (?:problem|addiction|habit)|gamblers anonymous|detox\w*|overdos\w*"
+    # Recovery: what someone is off, quit or stayed clean of: "off gambling for a year", "clean since May".
+    r"|(?:off|quit|quitting|stopped|kicked|clean from|sober from)\s+(?:the\s+)?(?:gambling|booze|drink|drinking"
+    r"|drugs|pills|weed|smack|coke|opioids|painkillers)|(?:been|stayed|staying|is|was|been) clean (?:for|since)"
     # A habit someone is back on or fell into again: "gambling again", "back on the booze".
     r"|(?:gambling|drinking|using|bingeing|purging|self[- ]harming|cutting) again|fell off the wagon"
     r"|(?:back on|hitting) the (?:booze|bottle|drink|sauce|pills|gear|powder)|(?:at|in) the bookies"
@@ -293,6 +296,8 @@ _FINANCES = re.compile(
     r"|savings|pension|paycheck|benefits|bill money|rent money)\b"
     rf"|\bon\s+{_MONEY}|\b(?:rent|mortgage|bills?)\b[^.\n]{{0,20}}?{_AMOUNT}"
     rf"|{_AMOUNT}\s*(?:a|per|/)\s*(?:year|yr|annum|month|week|hour)\b|{_AMOUNT}\s*(?:salary|in debt|rent)"
+    # What someone is on (their pay): "she's on 95k", "he was on about £40k at the bank".
+    rf"|\b(?:is|am|are|was|were|s|m)\s+on\s+(?:about\s+|around\s+|like\s+|only\s+|just\s+)?{_AMOUNT}"
     # A bare number earned per period: "only makes 1800 a month", "takes home 2,100 a month".
     r"|\b(?:makes?|made|making|earns?|earned|earning|gets?|got|takes? home|took home|brings? in|lives? on)"
     r"\s+(?:only\s+|just\s+|about\s+|around\s+|roughly\s+|like\s+)?\d[\d,.]*\s?k?\s*(?:a|per|an|/)\s*"
