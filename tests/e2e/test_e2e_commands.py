@@ -747,3 +747,37 @@ async def test_a_log_channel_everyone_can_read_is_set_with_a_warning(tmp_path: P
         private = await set_log(hidden)
         assert private == f"The memory log of this server will be posted in <#{hidden}>."
         assert w.bot.memory.guild(str(w.alpha.id)).log_channel_id == str(hidden)
+
+
+async def test_an_admins_autocomplete_shows_no_sensitive_fact_and_nothing_said_where_they_cannot_read(
+    tmp_path: Path,
+) -> None:
+    """/memory-admin forget user:<member> fact: lists what the admin may see of the member with /facts:
+    not a fact the member asked to keep as sensitive, not one said in a channel the admin cannot read."""
+    async with world(tmp_path) as w:
+        hidden = await w.discord.add_text_channel(
+            w.alpha,
+            "mods-only",
+            overwrites=[
+                overwrite(w.alpha.id, deny=VIEW_CHANNEL),
+                overwrite(w.alpha.bot_role_id, allow=VIEW_CHANNEL),
+            ],
+        )
+        [public] = await seed(w, w.alpha, w.bob, ["bob takes the early ferry"])
+        told = NewFact(
+            scope(w.alpha), str(w.bob["id"]), "bob", "bob takes the blue pills for his heart", ["s1"],
+            origins={"s1": Origin(str(w.alpha.channels["general"]))}, sensitive=True,
+        )  # fmt: skip
+        staff = NewFact(
+            scope(w.alpha), str(w.bob["id"]), "bob", "bob takes the late ferry on Fridays", ["s2"],
+            origins={"s2": Origin(str(hidden))},
+        )  # fmt: skip
+        assert await w.bot.memory.import_facts([told, staff]) == 2
+
+        typing = await w.discord.autocomplete(
+            w.alice, "memory-admin", subcommand="forget", focused_option="fact", value="takes",
+            channel_id=w.general, options={"user": w.bob["id"]},
+        )  # fmt: skip
+        body = await typing.wait_response()
+        assert [c["value"] for c in body["data"]["choices"]] == [public]
+        assert "pills" not in str(body) and "late ferry" not in str(body)

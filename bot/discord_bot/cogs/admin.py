@@ -191,7 +191,12 @@ class Admin(commands.Cog, name="admin"):
         user = getattr(interaction.namespace, "user", None)
         if user is None or interaction.guild_id is None or not interaction.permissions.manage_guild:
             return []
-        return await fact_choices(self.bot.memory, guild_scope(guild_id(interaction)), user.id, current)
+        # Shown to the admin as they type: what they may see of someone else's, as /facts shows it (no
+        # sensitive fact, nothing said where they cannot read); their own, whole.
+        visible = None if user.id == interaction.user.id else readable_by(self.bot, interaction)
+        return await fact_choices(
+            self.bot.memory, guild_scope(guild_id(interaction)), user.id, current, visible
+        )
 
     # ---- community facts and episodes -------------------------------------------------------------------
 

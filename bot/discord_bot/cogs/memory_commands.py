@@ -625,11 +625,17 @@ class ConfirmView(OwnedView):
 
 
 async def fact_choices(
-    memory: MemoryService, scope: str, user_id: int, current: str
+    memory: MemoryService,
+    scope: str,
+    user_id: int,
+    current: str,
+    visible: Callable[[Fact], bool] | None = None,
 ) -> list[app_commands.Choice[int]]:
-    """Autocomplete over one person's active facts in this scope, matched on text or id."""
+    """Autocomplete over one person's active facts in this scope, matched on text or id; with `visible`
+    (someone else's facts: `readable_by`), only those the caller may see, as `/facts` shows them."""
     facts = await memory.search_own_facts(scope, str(user_id), str(current or ""))
-    return [app_commands.Choice(name=choice_name(f), value=f.id) for f in facts[:25]]
+    shown = [f for f in facts if visible is None or visible(f)]
+    return [app_commands.Choice(name=choice_name(f), value=f.id) for f in shown[:25]]
 
 
 async def forget_all(memory: MemoryService, scope: str, user_id: int, *, actor: str) -> str:

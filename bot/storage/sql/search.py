@@ -117,7 +117,8 @@ class Search(Connected):
         return {r["text"].casefold(): fact_from(r) for r in rows if r["text"].casefold() in wanted}
 
     def search_own_facts(self, scope: str, user_id: str, prefix: str, limit: int = 25) -> list[Fact]:
-        """Active facts whose text or id contains `prefix`, for autocomplete ("#12" as shown finds fact 12)."""
+        """Active facts whose text or id contains `prefix`, for autocomplete ("#12" as shown finds fact 12),
+        with their sources: where each was said decides whether someone else may see it listed."""
         typed = prefix.strip()
         typed = typed[1:] if typed.startswith("#") and typed[1:].isdigit() else typed
         needle = "%" + typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -128,4 +129,4 @@ class Search(Connected):
             "ORDER BY recorded_at DESC, id DESC LIMIT ?",
             (scope, user_id, needle, needle, limit),
         )
-        return [fact_from(r) for r in rows]
+        return facts_from(self.conn, rows)
