@@ -70,7 +70,6 @@ from bench.quality import LlamaServer, LocalServer, Recorder, _llama_label, sett
 from bench.script import purpose_of
 from bot.app import open_memory
 from bot.config import Settings
-from bot.llm.gemini import GeminiClient
 from bot.memory.durable import holds_secret, secret_values
 from bot.memory.models import COMMUNITY_ID, BufferedMessage, Episode, Fact, iso
 from bot.memory.prompts import COMMUNITY_RULES
@@ -589,8 +588,7 @@ def _item(week: Week, item: Fact | Episode) -> dict[str, Any]:
 
 async def run(settings: Settings, week: Week, lines: list[Line], questions: list[Question]) -> dict[str, Any]:
     service = await open_memory(settings)
-    assert isinstance(service.llm, GeminiClient)
-    recorder = Recorder(service.llm)
+    recorder = Recorder(service.llm)  # Gemini's client or the OpenAI-compatible one: both count usage
     await service.start()
     try:
         flushes = await learn(service, week, lines)

@@ -723,13 +723,13 @@ def _written_call(text: str, offered: set[str]) -> ToolCall | None:
         body = body[1:-1]
     try:
         written = json.loads(body)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past Python's 4,300 digits
         return None
     if not isinstance(written, dict) or written.get("name") not in offered:
         return None
     args = written.get("arguments", written.get("parameters", {}))
     if isinstance(args, str):
-        with contextlib.suppress(json.JSONDecodeError):
+        with contextlib.suppress(ValueError):
             args = json.loads(args)
     return ToolCall(str(written["name"]), args if isinstance(args, dict) else {}, id="call_written_0")
 
@@ -737,7 +737,7 @@ def _written_call(text: str, offered: set[str]) -> ToolCall | None:
 def _tool_call(call: dict[str, Any], index: int) -> ToolCall:
     try:
         args = json.loads(call.get("arguments") or "{}")
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number past Python's 4,300 digits: a call without arguments
         args = {}
     return ToolCall(
         str(call.get("name", "")),

@@ -10,6 +10,7 @@ on them in its own words. Provider-neutral: it speaks to the engine's `ChatModel
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,18 @@ MAX_CALLS_PER_ROUND = 3  # calls answered in one round; more are told to wait
 TOO_MANY = {"error": f"at most {MAX_CALLS_PER_ROUND} lookups at once; ask for the most useful first"}
 
 ToolHandler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+FAILED = {"error": "that lookup failed; answer without it, and say you could not look it up"}
+log = logging.getLogger(__name__)
+
+
+async def _handled(handler: ToolHandler, call: ToolCall) -> dict[str, Any]:
+    """A handler's answer; when it fails (odd arguments a model wrote, a store error), a short error the
+    model answers around, so the reply is never lost to one lookup. Logged with the tool's name."""
+    try:
+        return await handler(call)
+    except Exception:
+        log.warning("the %s call failed; the model was told and answers without it", call.name, exc_info=True)
+        return FAILED
 
 
 async def answer_with_tools(
@@ -61,7 +74,9 @@ async def answer_with_tools(
             on_round(answered)
         results = [
             ToolResult(
-                call.name, await handlers[call.name](call) if i < MAX_CALLS_PER_ROUND else TOO_MANY, call.id
+                call.name,
+                await _handled(handlers[call.name], call) if i < MAX_CALLS_PER_ROUND else TOO_MANY,
+                call.id,
             )
             for i, call in enumerate(answered)
         ]

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, Episode, Fact, FactStatus
+from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, Episode, Fact, FactStatus, positive_number
 from bot.memory.ports import Storage
 from bot.memory.recall import Audience, Participant, estimate_tokens
 from bot.memory.shared import as_said
@@ -28,11 +28,20 @@ LIST_TOKEN_BUDGET = 300  # what a compact answer may cost the prompt
 FULL_TOKEN_BUDGET = 600  # ... and an answer with full texts
 ENTRY_OVERHEAD_TOKENS = 8
 _IDS = re.compile(r"\d+")
+MAX_ARG_CHARS = 300  # of each argument a model passes: a name, a query, a time, the ids
 _MENTION = re.compile(r"^<@!?(\d+)>$")
 # What a model may call the server when it looks up the community rather than one person.
 COMMUNITY_WORDS = frozenset(
     {"server", "the server", "community", "the community", "everyone", "us", "we", "group"}
 )
+
+
+def _text(value: Any) -> str:
+    """An argument as text; a number too long to write (past Python's 4,300 digits) as nothing."""
+    try:
+        return str(value)
+    except ValueError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -48,14 +57,14 @@ class LookupRequest:
     def from_args(cls, args: dict[str, Any]) -> LookupRequest:
         """The request from a tool call's arguments, read leniently: ids as a list, numbers or "#12, 15"."""
         raw = args.get("ids") or ""
-        ids = tuple(
-            int(i) for i in _IDS.findall(str(raw if not isinstance(raw, list) else " ".join(map(str, raw))))
-        )
+        listed = " ".join(map(_text, raw)) if isinstance(raw, list) else _text(raw)
+        written = _IDS.findall(listed)[: SEARCH_LIMIT * 3]
+        ids = tuple(found for i in written if (found := positive_number(i)) is not None)  # no 5,000 digits
         return cls(
-            str(args.get("person") or "").strip(),
-            str(args.get("query") or "").strip(),
+            str(args.get("person") or "").strip()[:MAX_ARG_CHARS],
+            str(args.get("query") or "").strip()[:MAX_ARG_CHARS],
             ids[:SEARCH_LIMIT],
-            str(args.get("when") or "").strip(),
+            str(args.get("when") or "").strip()[:MAX_ARG_CHARS],
         )
 
     @property

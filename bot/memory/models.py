@@ -31,7 +31,9 @@ def is_discord_id(text: str) -> bool:
 def positive_number(text: str) -> int | None:
     """A whole number of at least 1 that fits a database integer (64-bit), such as a fact id; None for
     anything else ('0', '-3', '١', '99999999999999999999')."""
-    return int(text) if is_discord_id(text) and 1 <= int(text) < 2**63 else None
+    if not is_discord_id(text) or len(text.lstrip("0")) > 19:  # past 2^63, and never a 5,000-digit int()
+        return None
+    return int(text) if 1 <= int(text) < 2**63 else None
 
 
 def valid_scope(scope: str) -> bool:

@@ -18,6 +18,8 @@ _MONTH = re.compile(r"\b(?:in|during|since|back in)\s+(" + "|".join(m[:3] for m 
 _WEEKDAY = re.compile(r"\b(?:on|last|this past)\s+(" + "|".join(WEEKDAYS) + r")\b")
 
 Span = tuple[datetime, datetime]
+# "99999999 days ago" means long ago: as far back as a century (no memory is older), not an overflow.
+MAX_DAYS_BACK = 36_500
 
 
 def time_span(text: str, now: datetime) -> Span | None:
@@ -41,7 +43,8 @@ def time_span(text: str, now: datetime) -> Span | None:
     if re.search(r"\bthis month\b", q):
         return first, now
     if found := _AGO.search(q):
-        days = _NUMBERS.get(found.group(1)) or int(found.group(1))
+        number = found.group(1)
+        days = _NUMBERS.get(number) or (MAX_DAYS_BACK if len(number) > 5 else min(int(number), MAX_DAYS_BACK))
         return today - timedelta(days=days), today - timedelta(days=days - 1)
     if found := _WEEKDAY.search(q):
         back = (today.weekday() - WEEKDAYS.index(found.group(1))) % 7 or 7
