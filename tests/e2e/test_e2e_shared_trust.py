@@ -289,3 +289,12 @@ async def test_a_moderator_role_an_admin_names_speaks_for_the_server(tmp_path: P
         assert re.search(r'voice="server">Rule: voice chat is muted', block)
         assert re.search(r'said_by="bob">Rule: bob always picks the movie', block)
         await log_lines(w, f"alice named <@&{mods}> as the moderators' role.")
+
+
+async def test_a_recap_since_a_huge_number_of_days_ago_answers_with_everything(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.alice, "The bake sale moves to the parish hall on Saturday")
+        await w.flush()
+        for since in ("99999999 days ago", "9" * 90 + " days ago"):
+            _, shown = await recap(w, w.carol, since=since)
+            assert "parish hall" in shown and "went wrong" not in shown
