@@ -15,6 +15,7 @@ import contextlib
 import hmac
 import json
 import logging
+import re
 import signal
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -26,6 +27,8 @@ from pydantic import Field
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
 from bot.discord_bot.adminlog import AdminLog, plural
+from bot.mcp import arguments
+from bot.mcp.arguments import schema
 from bot.mcp.session import Binding, Session, login, open_session, since_of
 from bot.memory import consult
 from bot.memory.consult import ConsultError
@@ -38,6 +41,7 @@ INSTRUCTIONS = (
     "where they were said. Facts are about people; conversations (ids e...) are what a channel talked about."
 )
 HTTP_PATH = "/mcp"
+_QUOTED = re.compile(r"'[^']*'")
 
 
 def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
@@ -48,55 +52,82 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
 
     @server.tool()
     async def recall(
-        query: Annotated[str, Field(max_length=1000, description="what to look for, in words")],
+        query: Annotated[
+            Any, Field(json_schema_extra=schema("string", "what to look for, in words", maxLength=1000))
+        ],
         people: Annotated[
-            list[str] | None,
+            Any,
             Field(
-                max_length=10,
-                description="whose facts: Discord ids or names (default: the server's own memory)",
+                json_schema_extra=schema(
+                    "array",
+                    "whose facts: Discord ids or names (default: the server's own memory)",
+                    items={"type": "string", "maxLength": 100},
+                    maxItems=10,
+                )
             ),
         ] = None,
         since: Annotated[
-            str | None,
-            Field(max_length=100, description="2026-05-01, yesterday, last week, October, 3 days ago"),
+            Any,
+            Field(
+                json_schema_extra=schema(
+                    "string", "2026-05-01, yesterday, last week, October, 3 days ago", maxLength=100
+                )
+            ),
         ] = None,
     ) -> dict[str, Any]:
         """Search memory: ids, short texts, where and when each was learned, best first, within a token
         budget. Read the full texts of chosen ids with get."""
 
         async def work() -> dict[str, Any]:
-            return await consult.recall(
-                session.service, session.reader, query, session.people(people or []), since=since_of(since)
-            )
+            asked = arguments.text(query, "query", 1000, required=True) or ""
+            named = session.people(arguments.texts(people, "people", 100, 10))
+            start = since_of(arguments.text(since, "since", 100))
+            return await consult.recall(session.service, session.reader, asked, named, since=start)
 
         return await call("recall", work, _recalled)
 
     @server.tool()
     async def get(
         ids: Annotated[
-            list[int | str], Field(max_length=consult.MAX_IDS, description="ids from recall: f12, e7")
+            Any,
+            Field(
+                json_schema_extra=schema(
+                    "array",
+                    "ids from recall: f12, e7",
+                    items={"type": ["string", "integer"], "maxLength": 30},
+                    maxItems=consult.MAX_IDS,
+                )
+            ),
         ],
     ) -> dict[str, Any]:
         """The full texts of facts and conversations, with where and when they were said."""
-        return await call("get", lambda: consult.get(session.service, session.reader, ids), _read)
+
+        async def work() -> dict[str, Any]:
+            return await consult.get(session.service, session.reader, arguments.ids(ids, consult.MAX_IDS))
+
+        return await call("get", work, _read)
 
     if session.reader.community is not None:
 
         @server.tool()
         async def recap(
             channel: Annotated[
-                str | None, Field(max_length=100, description="one channel: its id, <#id> or #name")
+                Any,
+                Field(
+                    json_schema_extra=schema("string", "one channel: its id, <#id> or #name", maxLength=100)
+                ),
             ] = None,
             since: Annotated[
-                str | None, Field(max_length=100, description="default: the last 7 days")
+                Any, Field(json_schema_extra=schema("string", "default: the last 7 days", maxLength=100))
             ] = None,
         ) -> dict[str, Any]:
             """What the server's channels talked about, newest first, whole summaries."""
 
             async def work() -> dict[str, Any]:
-                start = since_of(since or "7 days ago")
+                start = since_of(arguments.text(since, "since", 100) or "7 days ago")
                 assert start is not None
-                channels = None if channel is None else [_channel_id(session, channel)]
+                where = arguments.text(channel, "channel", 100)
+                channels = None if where is None else [_channel_id(session, where)]
                 return await consult.recap(session.service, session.reader, channel_ids=channels, since=start)
 
             return await call("recap", work, _listed)
@@ -105,19 +136,45 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
 
         @server.tool()
         async def remember(
-            text: Annotated[str, Field(max_length=2000, description="what the person says about themselves")],
+            text: Annotated[
+                Any,
+                Field(
+                    json_schema_extra=schema(
+                        "string", "what the person says about themselves", maxLength=2000
+                    )
+                ),
+            ],
         ) -> dict[str, Any]:
             """Remember something about this session's person, in their own words (as /remember)."""
-            return await call(
-                "remember", lambda: consult.remember(session.service, session.reader, text), _remembered
-            )
+
+            async def work() -> dict[str, Any]:
+                said = arguments.text(text, "text", 2000, required=True) or ""
+                return await consult.remember(session.service, session.reader, said)
+
+            return await call("remember", work, _remembered)
 
         @server.tool()
         async def forget(
-            ids: Annotated[list[int | str], Field(max_length=consult.MAX_IDS, description="fact ids: f12")],
+            ids: Annotated[
+                Any,
+                Field(
+                    json_schema_extra=schema(
+                        "array",
+                        "fact ids: f12",
+                        items={"type": ["string", "integer"], "maxLength": 30},
+                        maxItems=consult.MAX_IDS,
+                    )
+                ),
+            ],
         ) -> dict[str, Any]:
             """Erase facts of this session's person for good (as /forget): nothing of them is kept."""
-            return await call("forget", lambda: consult.forget(session.service, session.reader, ids), _forgot)
+
+            async def work() -> dict[str, Any]:
+                return await consult.forget(
+                    session.service, session.reader, arguments.ids(ids, consult.MAX_IDS)
+                )
+
+            return await call("forget", work, _forgot)
 
     return server
 
@@ -134,12 +191,19 @@ def _caller(
         try:
             answer = await session.run(work)
         except ConsultError as exc:
-            session.log(f"An MCP client for {session.who} called {tool}, refused: {exc}.")
+            said_by_client = _QUOTED.sub("'…'", str(exc))  # the admin log quotes nothing a client sent
+            session.note(tool, f"An MCP client for {session.who} called {tool}, refused: {said_by_client}.")
             raise ToolError(str(exc)) from None
         except failures(settings) as exc:
-            session.log(f"An MCP client for {session.who} called {tool}, which failed.")
+            session.note(tool, f"An MCP client for {session.who} called {tool}, which failed.")
             raise ToolError(f"memory cannot be reached just now: {failure_line(settings, exc)}") from None
-        session.log(f"An MCP client for {session.who} {said(answer)}.")
+        except Exception:  # a bug: one line for the client and the admin, the traceback in the log alone
+            log.exception("the MCP tool %s failed", tool)
+            session.note(
+                tool, f"An MCP client for {session.who} called {tool}, which failed (see the bot's log)."
+            )
+            raise ToolError(f"{tool} failed; the operator's log says why") from None
+        session.note(tool, f"An MCP client for {session.who} {said(answer)}.")
         return answer
 
     return call
@@ -186,7 +250,7 @@ def _channel_id(session: Session, text: str) -> str:
     for channel in guild.channels if guild is not None else []:
         if channel.name.casefold() == wanted:
             return str(channel.id)
-    raise ConsultError(f"{text!r} names no channel of this server; give its id")
+    raise ConsultError(f"{arguments.shown(text)} names no channel of this server; give its id")
 
 
 # ---- running ---------------------------------------------------------------------------------------
@@ -216,6 +280,7 @@ async def serve(settings: Settings, binding: Binding, *, http: tuple[str, int] |
     service = await open_memory(settings)
     admin_log: AdminLog | None = None
     bot = None
+    session: Session | None = None
     try:
         await service.reload_caches()
         bot = await login(service, settings)
@@ -232,6 +297,8 @@ async def serve(settings: Settings, binding: Binding, *, http: tuple[str, int] |
         else:
             await _serve_http(server, settings.mcp_token, *http)
     finally:
+        if session is not None:
+            session.close_log()
         if admin_log is not None:
             await admin_log.stop()
         if bot is not None:

@@ -11,14 +11,15 @@ only their own facts.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 import discord
 
-from bot.discord_bot.adminlog import AdminLog
+from bot.discord_bot.adminlog import AdminLog, plural
 from bot.discord_bot.audience import audience_key
 from bot.mcp.discord_view import DiscordUnavailable, DiscordView, RestBot
 from bot.memory.consult import ConsultError, Reader
@@ -29,6 +30,7 @@ from bot.memory.service import MemoryService
 from bot.memory.timespan import time_span
 
 log = logging.getLogger(__name__)
+LOG_EVERY = 60.0  # seconds between two admin-log lines of one tool's calls in a session
 
 T = TypeVar("T")
 
@@ -53,6 +55,8 @@ class Session:
     admin_log: AdminLog | None = None
     channel: dict[str, Any] | None = None  # the bound channel's payload (a thread is read with the guild)
     channel_id: int | None = None
+    _logged_at: dict[str, float] = field(default_factory=dict)  # per tool, when its last line was posted
+    _quiet: dict[str, int] = field(default_factory=dict)  # per tool, calls not posted since
 
     @property
     def guild_id(self) -> int | None:
@@ -77,6 +81,27 @@ class Session:
         await self.service.reload_caches()
         return await work()
 
+    def note(self, tool: str, line: str, *, now: float | None = None) -> None:
+        """A call, in the admin log at most once a LOG_EVERY per tool: the first call's `line`, later
+        ones counted and summed up with the next line or at the end (`close_log`), so a client looping
+        on lookups posts a line a minute, not one per call."""
+        moment = time.monotonic() if now is None else now
+        if moment - self._logged_at.get(tool, -LOG_EVERY) < LOG_EVERY:
+            self._quiet[tool] = self._quiet.get(tool, 0) + 1
+            return
+        self._logged_at[tool] = moment
+        more = self._quiet.pop(tool, 0)
+        self.log(
+            line + (f" (and {plural(more, 'more ' + tool + ' call')} in the last minute)" if more else "")
+        )
+
+    def close_log(self) -> None:
+        """The calls `note` counted and did not post yet, in one line."""
+        if self._quiet:
+            counts = ", ".join(f"{tool} {n}" for tool, n in sorted(self._quiet.items()))
+            self.log(f"An MCP client for {self.who} made {sum(self._quiet.values())} more calls ({counts}).")
+            self._quiet.clear()
+
     def log(self, line: str) -> None:
         """One admin-log line of the session's server (the Python log only, outside a server)."""
         guild = self.guild_id
@@ -98,7 +123,8 @@ class Session:
             if found is None and is_discord_id(text.strip("<@!>")):
                 found = Participant(text.strip("<@!>"), "")
             if found is None:
-                raise ConsultError(f"{text!r} names no member of this server; give their Discord id")
+                shown = text if len(text) <= 40 else text[:40] + "…"
+                raise ConsultError(f"{shown!r} names no member of this server; give their Discord id")
             chosen.append(found)
         person = self.reader.person
         if person is not None and any(p.user_id != person.user_id for p in chosen):
@@ -120,6 +146,9 @@ def since_of(phrase: str | None) -> str | None:
     text = phrase.strip()
     try:
         moment = datetime.fromisoformat(text)
+        iso(moment if moment.tzinfo is not None else moment.replace(tzinfo=utcnow().tzinfo))
+    except OverflowError:  # "9999-12-31T23:59-14:00" is past the last day a time can hold in UTC
+        raise ConsultError(f"since={text[:40]!r} is out of range: give a date such as 2026-05-01") from None
     except ValueError:
         span = time_span(f"since {text}", utcnow())
         if span is None:

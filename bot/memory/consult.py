@@ -29,6 +29,7 @@ from bot.memory.models import (
     Origin,
     guild_id_of,
     is_discord_id,
+    positive_number,
 )
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.service import MemoryService
@@ -77,15 +78,15 @@ def parse_ids(raw: Sequence[int | str]) -> tuple[list[int], list[int]]:
     facts: list[int] = []
     episodes: list[int] = []
     for item in raw:
-        text = str(item)
-        if (match := _EPISODE_ID.match(text)) is not None:
-            episodes.append(int(match.group(1)))
-        elif (match := _ID.match(text)) is not None:
-            facts.append(int(match.group(1)))
-        else:
+        text = str(item) if not isinstance(item, int) or item.bit_length() < 64 else "0"  # past 2^63: none
+        match = _EPISODE_ID.match(text) or _ID.match(text)
+        number = positive_number(match.group(1)) if match is not None else None
+        if number is None:
+            shown = text if len(text) <= 40 else text[:40] + "…"
             raise ConsultError(
-                f"{text!r} is not an id: ids are as recall returns them, f12 for a fact, e7 for a conversation"
+                f"{shown!r} is not an id: ids are as recall returns them, f12 for a fact, e7 for a conversation"
             )
+        (episodes if _EPISODE_ID.match(text) else facts).append(number)
     return facts, episodes
 
 

@@ -335,3 +335,36 @@ async def test_http_is_refused_without_a_token_and_a_session_needs_an_audience(
     code, _, err = await run_cli("mcp", "--user", server.bob, env=server.env, cwd=tmp_path)
     assert code == 1 and "--user needs --scope" in err
     assert "Traceback" not in err
+
+
+async def test_every_argument_is_bounded_and_odd_input_gets_one_short_line(
+    server: Server, tmp_path: Path
+) -> None:
+    """A client (or a model it runs) sending huge, overflowing or mistyped arguments gets one short line
+    for each, never a traceback, pydantic's multi-line errors or its own text echoed back whole; the
+    admin log gets a line a minute per tool, not one per call."""
+    s = server
+    huge = "x" * 200_000
+    async with stdio_session(s, tmp_path, "--channel", str(s.general)) as session:
+        refusals = [
+            await session.call_tool("get", {"ids": ["f" + "9" * 5000]}),
+            await session.call_tool("get", {"ids": [2**64]}),
+            await session.call_tool("get", {"ids": [f"f{i}" for i in range(100)]}),
+            await session.call_tool("get", {"ids": "f1"}),
+            await session.call_tool("recall", {"query": huge}),
+            await session.call_tool("recall", {"query": 5}),
+            await session.call_tool("recall", {"query": "tea", "people": [huge]}),
+            await session.call_tool("recall", {"query": "tea", "people": ["bob"] * 50}),
+            await session.call_tool("recall", {"query": "tea", "since": "9999-12-31T23:59:59-14:00"}),
+            await session.call_tool("recall", {"query": "tea", "since": huge}),
+            await session.call_tool("recap", {"channel": huge}),
+        ]
+        for result in refusals:
+            line = error(result)
+            assert "\n" not in line and len(line) < 300, line
+            assert "pydantic" not in line and "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" not in line
+        answered = answer(await session.call_tool("recall", {"query": "tea", "since": "99999999 days ago"}))
+        assert "results" in answered
+    lines = await log_lines(s, "more calls")  # the calls not posted one by one, summed up at the end
+    assert len([line for line in lines.splitlines() if "called get" in line]) == 1
+    assert "xxxxxxxxxx" not in lines
