@@ -111,6 +111,7 @@ class Settings:
     chat_history_limit: int = 20
     chat_turn_max_chars: int = 4000
     chat_prompt_max_chars: int = 32000
+    chat_max_output_tokens: int = 1500
     attachment_max_bytes: int = 10 * 1024 * 1024
     attachments_per_message: int = 4
     attachments_per_prompt: int = 8
@@ -388,6 +389,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "chat_history_limit": (_positive_int, "a positive integer such as 20"),
     "chat_turn_max_chars": (_positive_int, "a positive number of characters such as 4000"),
     "chat_prompt_max_chars": (_positive_int, "a positive number of characters such as 32000"),
+    "chat_max_output_tokens": (_positive_int, "a positive number of tokens such as 1500"),
     "attachment_max_bytes": (_positive_int, "a positive number of bytes such as 10485760 (10 MiB)"),
     "attachments_per_message": (_non_negative_int, "a whole number such as 4 (0: attachments are not read)"),
     "attachments_per_prompt": (_non_negative_int, "a whole number such as 8 (0: attachments are not read)"),

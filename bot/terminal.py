@@ -36,7 +36,7 @@ from typing import Any, Protocol, TextIO
 from bot.app import failure_line, failures, open_memory, open_models, provider_name
 from bot.config import Settings
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
-from bot.llm.reply import QUERY_TURNS, Replier, ReplyRequest, ready
+from bot.llm.reply import CHARS_PER_TOKEN, QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
 from bot.memory.models import (
     TERMINAL_SCOPE,
@@ -262,6 +262,7 @@ class TerminalChat:
             model,
             turn_max_chars=settings.chat_turn_max_chars,
             prompt_max_chars=settings.chat_prompt_max_chars,
+            reply_max_chars=settings.chat_max_output_tokens * CHARS_PER_TOKEN,
         )
         self.settings = settings
         self.name = name

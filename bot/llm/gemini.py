@@ -27,6 +27,7 @@ from bot.llm.answers import MalformedAnswer, checked_vectors, normalised, read_a
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
+    REPLY_CUT_NOTE,
     ChatTool,
     ChatTurn,
     InlineData,
@@ -90,7 +91,10 @@ class GeminiClient(RetryingClient):
         backoff_base_seconds: float = 1.0,
         backoff_max_seconds: float = 30.0,
         usage: Usage | None = None,
+        chat_max_tokens: int | None = None,
     ) -> None:
+        """`chat_max_tokens`: every chat request's output limit (CHAT_MAX_OUTPUT_TOKENS), so a reply that
+        runs away stops at the model; None: the model's own."""
         super().__init__(
             api_key=api_key,
             timeout_seconds=timeout_seconds,
@@ -103,6 +107,7 @@ class GeminiClient(RetryingClient):
         self.memory_model = memory_model
         self.embedding_model = embedding_model
         self.embedding_dimensions = embedding_dimensions
+        self.chat_max_tokens = chat_max_tokens
         self.base_url = base_url.rstrip("/")
         if not api_key.strip():
             raise ModelError("GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)")
@@ -134,6 +139,7 @@ class GeminiClient(RetryingClient):
             timeout_seconds=settings.gemini_timeout_seconds,
             max_retries=settings.gemini_max_retries,
             usage=usage,
+            chat_max_tokens=settings.chat_max_output_tokens,
         )
 
     def __repr__(self) -> str:  # never show the key
@@ -241,11 +247,13 @@ class GeminiClient(RetryingClient):
             automatic_function_calling=_NO_AFC,
             http_options=self._stream_http_options,
             tools=[_tool(tools)] if tools else None,
+            max_output_tokens=self.chat_max_tokens,
         )
 
         async def attempt() -> AsyncGenerator[str | ToolCall, None]:
             metadata: Any = None
             answered = False
+            cut = False
             stream: Any = None
             try:
                 async with self._deadline():
@@ -265,8 +273,11 @@ class GeminiClient(RetryingClient):
                         yield text
                     for call in _calls_of(chunk):
                         yield call
+                    cut = cut or _finish_reason(chunk) == "MAX_TOKENS"
                 if not saw_candidate:
                     raise MalformedAnswer("Gemini returned no answer candidates")
+                if cut:  # stopped at the reply's output limit: the reader is told it is not whole
+                    yield REPLY_CUT_NOTE
             finally:
                 self.usage.add_tokens(Purpose.CHAT, *_tokens(metadata))
                 if stream is not None:

@@ -45,6 +45,7 @@ from bot.llm.answers import (
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
+    REPLY_CUT_NOTE,
     ChatTool,
     ChatTurn,
     InlineData,
@@ -134,7 +135,10 @@ class OpenAICompatClient(RetryingClient):
         images: bool = True,
         json_mode: Literal["auto", "schema", "object_schema", "object", "prompt"] = "auto",
         usage: Usage | None = None,
+        chat_max_tokens: int | None = None,
     ) -> None:
+        """`chat_max_tokens`: every chat request's output limit (CHAT_MAX_OUTPUT_TOKENS), so a reply that
+        runs away stops at the model; None: the model's own."""
         super().__init__(
             api_key=api_key,
             timeout_seconds=timeout_seconds,
@@ -146,6 +150,7 @@ class OpenAICompatClient(RetryingClient):
         self.base_url = base_url.rstrip("/")
         self.provider = endpoint_name(self.base_url)
         self.chat_model = chat_model
+        self.chat_max_tokens = chat_max_tokens
         self.memory_model = memory_model
         self.embedding_model = embedding_model
         self.embedding_dimensions = embedding_dimensions
@@ -186,6 +191,7 @@ class OpenAICompatClient(RetryingClient):
             images=settings.openai_images != "off",
             json_mode=settings.openai_json,  # type: ignore[arg-type]  # checked by the settings' parser
             usage=usage,
+            chat_max_tokens=settings.chat_max_output_tokens,
         )
 
     def __repr__(self) -> str:  # never show the key
@@ -454,6 +460,7 @@ class OpenAICompatClient(RetryingClient):
     async def _pieces(self, stream: Any) -> AsyncGenerator[str | ToolCall, None]:
         """A reply stream's text deltas, then its gathered tool calls; EmptyStream when nothing came."""
         calls: dict[int, dict[str, Any]] = {}
+        cut = False
         try:
             answered = False
             async for chunk in self._within_deadline(stream):
@@ -467,6 +474,7 @@ class OpenAICompatClient(RetryingClient):
                             f"{self.provider} stopped the answer (finish reason content_filter)",
                             purpose=Purpose.CHAT,
                         )
+                    cut = cut or choice.finish_reason == "length"
                     if choice.delta is None:
                         continue
                     if choice.delta.content:
@@ -478,6 +486,8 @@ class OpenAICompatClient(RetryingClient):
             for index in sorted(calls):
                 if calls[index].get("name"):
                     yield _tool_call(calls[index], index)
+            if cut:  # stopped at the reply's output limit: the reader is told it is not whole
+                yield REPLY_CUT_NOTE
         finally:
             with contextlib.suppress(Exception):
                 await stream.close()
@@ -510,6 +520,8 @@ class OpenAICompatClient(RetryingClient):
                 instruction = f"{system}\n\n{NO_TOOLS}" if system else NO_TOOLS
             if features.stream_usage:
                 options["stream_options"] = {"include_usage": True}
+            if self.chat_max_tokens is not None:
+                options.update(self._token_limit(self.chat_max_tokens))
             try:
                 async with self._deadline():
                     return await self._client.chat.completions.create(

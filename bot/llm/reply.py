@@ -29,10 +29,13 @@ from bot.llm.prompts import (
 from bot.llm.tool_rounds import ToolHandler, answer_with_tools
 from bot.memory.lookup import LookupRequest
 from bot.memory.models import utcnow
-from bot.memory.ports import ChatModel, ChatTool, ChatTurn, ToolCall
+from bot.memory.ports import REPLY_CUT_NOTE, ChatModel, ChatTool, ChatTurn, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
+from bot.memory.text import cut
 
 log = logging.getLogger(__name__)
+CUT_NOTE = REPLY_CUT_NOTE
+CHARS_PER_TOKEN = 4  # what a reply's token limit allows in characters, a little over most models' average
 
 RECALL_DEADLINE_SECONDS = 5.0  # past this the reply goes without memory rather than keep people waiting
 QUERY_TURNS = 3  # recall searches for the message answered, with the two human turns before it as context
@@ -102,6 +105,7 @@ class Reply:
 
     text: str
     calls: list[ToolCall] = field(default_factory=list)
+    cut: bool = False  # it ran past the reply's limit and was cut, saying so
 
 
 def ready(value: T) -> Callable[[], Awaitable[T]]:
@@ -117,12 +121,21 @@ class Replier:
     """Replies with memory through one chat model; each front-end holds one."""
 
     def __init__(
-        self, memory: ReplyMemory, model: ChatModel, *, turn_max_chars: int, prompt_max_chars: int
+        self,
+        memory: ReplyMemory,
+        model: ChatModel,
+        *,
+        turn_max_chars: int,
+        prompt_max_chars: int,
+        reply_max_chars: int = 6000,
     ) -> None:
+        """`reply_max_chars`: the longest reply shown; past it the stream is closed and the reply says it
+        was cut (the model's own output limit is the first bound; this holds when an endpoint ignores it)."""
         self.memory = memory
         self.model = model
         self.turn_max_chars = turn_max_chars
         self.prompt_max_chars = prompt_max_chars
+        self.reply_max_chars = reply_max_chars
 
     async def reply(self, request: ReplyRequest, sink: ReplySink) -> Reply:
         """Stream the reply to `request` into `sink`. The model's errors (ModelError and its kinds)
@@ -140,9 +153,14 @@ class Replier:
             async for piece in stream:
                 if isinstance(piece, ToolCall):
                     calls.append(piece)
-                else:
-                    await sink.add(piece)
-                    text += piece
+                    continue
+                if len(text) + len(piece) > self.reply_max_chars:  # a runaway: cut, say so, stop asking
+                    kept = cut(text + piece, self.reply_max_chars)[len(text) :] + CUT_NOTE
+                    await sink.add(kept)
+                    log.warning("a reply ran past %d characters; it was cut there", self.reply_max_chars)
+                    return Reply(text + kept, calls, cut=True)
+                await sink.add(piece)
+                text += piece
         return Reply(text, calls)
 
     async def instruction(self, request: ReplyRequest) -> tuple[str, ToolHandler | None]:

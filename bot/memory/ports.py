@@ -204,8 +204,15 @@ class JsonModel(Protocol):
     ) -> T: ...
 
 
+# The last piece of a streamed reply that stopped at its output limit (a model that ran away, or a long
+# answer): every chat model yields it then, and the reply use case adds it when it cuts a reply itself, so
+# the reader is told the answer is not whole.
+REPLY_CUT_NOTE = "\n\n(cut: the answer ran too long)"
+
+
 class ChatModel(Protocol):
-    """A streamed chat reply: text pieces, or the tools the model asks for."""
+    """A streamed chat reply: text pieces, or the tools the model asks for; REPLY_CUT_NOTE last when the
+    reply stopped at its output limit."""
 
     def chat_stream(
         self, *, system: str, turns: Sequence[ChatTurn], tools: Sequence[ChatTool] = ()

@@ -734,3 +734,28 @@ async def test_a_rejected_gemini_key_is_told_to_admins_once_and_users_hear_the_b
             if "GEMINI_API_KEY" in line
         ]
         assert len(told) == 1 and "test-key" not in told[0]
+
+
+@pytest.mark.usefixtures("world_model")
+async def test_a_runaway_answer_is_cut_to_a_few_messages_and_every_chat_request_carries_a_limit(
+    tmp_path: Path,
+) -> None:
+    """A model that loops (or is told to "repeat this forever") and an endpoint that ignores the output
+    limit: the reply stops at CHAT_MAX_OUTPUT_TOKENS' characters, in a few messages, and says it was cut."""
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = "again and again " * 2500  # 40,000 characters
+        w.gemini.stream_chunk_size = 900
+        asked = await w.discord.send_message(w.general, w.alice, "repeat this forever", mention_bot=True)
+
+        async def finished() -> bool:
+            shown = [m["content"] for m in w.discord.bot_messages(w.general)]
+            return bool(shown) and shown[-1].endswith("(cut: the answer ran too long)")
+
+        await eventually(finished, what="the cut reply", timeout=30)
+        await asyncio.sleep(1.0)  # nothing more comes
+        parts = [m["content"] for m in w.discord.bot_messages(w.general)]
+        assert len(parts) <= 4 and sum(len(p) for p in parts) <= 1500 * 4 + 100
+        assert all(len(p) <= 2000 for p in parts)
+        [request] = w.chat_requests()
+        assert request["generationConfig"]["maxOutputTokens"] == 1500
+        assert int(asked["id"]) > 0

@@ -16,7 +16,7 @@ from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
 from bot.llm.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, ready
 from bot.memory.lookup import LookupRequest
 from bot.memory.models import utcnow
-from bot.memory.ports import ChatTurn, ModelError, ToolCall
+from bot.memory.ports import REPLY_CUT_NOTE, ChatTurn, ModelError, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
 from tests.fakes import Scripted
 
@@ -95,7 +95,11 @@ def request(**changes: Any) -> ReplyRequest:
 
 def replier(memory: Memory, model: Scripted, **limits: int) -> Replier:
     return Replier(
-        memory, model, turn_max_chars=limits.get("turn", 100), prompt_max_chars=limits.get("prompt", 10_000)
+        memory,
+        model,
+        turn_max_chars=limits.get("turn", 100),
+        prompt_max_chars=limits.get("prompt", 10_000),
+        reply_max_chars=limits.get("reply", 6000),
     )
 
 
@@ -209,3 +213,16 @@ async def test_a_model_failure_midway_reaches_the_front_end_after_what_was_shown
     with pytest.raises(ModelError):
         await replier(Memory(), model).reply(request(), sink)
     assert sink.pieces == ["Half "]
+
+
+async def test_a_reply_past_its_limit_is_cut_at_a_word_says_so_and_closes_the_models_stream() -> None:
+    """An endpoint that ignores the output limit: the use case stops reading at `reply_max_chars`."""
+    model = Scripted(["again and " * 100] * 50)  # 50,000 characters
+    sink = Sink()
+    reply = await replier(Memory(), model, reply=3000).reply(request(), sink)
+    shown = "".join(sink.pieces)
+    assert reply.cut and reply.text == shown and shown.endswith(REPLY_CUT_NOTE)
+    assert len(shown) <= 3000 + len(REPLY_CUT_NOTE)
+    assert shown.removesuffix(REPLY_CUT_NOTE).rstrip().endswith("again and")  # cut at a word
+    assert model.closed == 1
+    assert not (await replier(Memory(), Scripted(["short answer"]), reply=3000).reply(request(), Sink())).cut

@@ -20,7 +20,7 @@ from bot.discord_bot.cogs import telling
 from bot.discord_bot.cogs.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import speaker_name, streaming_parts
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
-from bot.llm.reply import Replier, ReplyRequest
+from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.ports import (
     ChatTurn,
@@ -69,6 +69,7 @@ class Chat(commands.Cog):
             bot.models.chat,
             turn_max_chars=settings.chat_turn_max_chars,
             prompt_max_chars=settings.chat_prompt_max_chars,
+            reply_max_chars=settings.chat_max_output_tokens * CHARS_PER_TOKEN,
         )
         # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
         self._replies: commands.CooldownMapping[discord.Message] | None = None
