@@ -13,11 +13,14 @@ import logging
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import discord
 
+from bot.app import provider_name
+from bot.config import Settings
 from bot.discord_bot.discord_text import split_message
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, guild_id_of
@@ -71,10 +74,12 @@ def flush_line(changes: list[AppliedChange], messages: int) -> str:
     return f"Learned from {plural(messages, 'message')}: {', '.join(parts) or 'nothing new'}"
 
 
-def short_error(text: str, secret: str = "") -> str:
-    """The first line of an error, bounded, with the API key (or any `key=` parameter) blanked out."""
-    if secret:
-        text = text.replace(secret, "****")
+def short_error(text: str, secret: str | Sequence[str] = "") -> str:
+    """The first line of an error, bounded, with the secrets (every key and token the bot holds) or any
+    `key=` parameter blanked out."""
+    for value in [secret] if isinstance(secret, str) else secret:
+        if value:
+            text = text.replace(value, "****")
     first = _KEY_PARAM.sub(r"\1****", text.strip().splitlines()[0] if text.strip() else "unknown error")
     return first if len(first) <= MAX_ERROR_CHARS else first[: MAX_ERROR_CHARS - 1] + "…"
 
@@ -158,7 +163,9 @@ class AdminLog:
                 what = "out of" if isinstance(event, OptedOut) else "back in to"
                 return f"{self.name_of(guild_id, event.user_id)} opted {what} being remembered."
             case ModelFailed():
-                line = f"Gemini {event.purpose} failed: {short_error(event.error, self._secret())}"
+                line = (
+                    f"{self._provider()} {event.purpose} failed: {short_error(event.error, self._secret())}"
+                )
                 if event.pending:
                     line += f" ({plural(event.pending, 'message')} kept for a retry)"
                 return line
@@ -167,9 +174,12 @@ class AdminLog:
                     f" in <#{event.channel_id}>" if event.channel_id else ""
                 )
                 if event.refused:
-                    return f"Skipped {count} that Gemini refused to read (safety or recitation); the rest was learned."
+                    return (
+                        f"Skipped {count} that {self._provider()} refused to read (safety or recitation); "
+                        "the rest was learned."
+                    )
                 return (
-                    f"Gave up on {count}: Gemini's answers stayed unusable, read alone too "
+                    f"Gave up on {count}: {self._provider()}'s answers stayed unusable, read alone too "
                     f"({short_error(event.error, self._secret())})"
                 )
         return None
@@ -186,9 +196,16 @@ class AdminLog:
             notes.append(event.reason)
         return line + (f" ({', '.join(notes)})" if notes else "") + "."
 
-    def _secret(self) -> str:
-        """The API key, so that an error line quoting a request can be cut before it."""
-        return getattr(getattr(self.bot, "settings", None), "gemini_api_key", "")
+    def _secret(self) -> list[str]:
+        """Every key and token the bot holds, whatever the provider, so that an error line quoting a
+        request never shows one."""
+        settings = getattr(self.bot, "settings", None)
+        return [value for name in Settings.SECRETS if (value := getattr(settings, name, ""))]
+
+    def _provider(self) -> str:
+        """The model provider in use, as every line names it ("Gemini", "OpenAI", a local server's host)."""
+        settings = getattr(self.bot, "settings", None)
+        return provider_name(settings) if isinstance(settings, Settings) else "The model"
 
     def name_of(self, guild_id: int | None, user_id: str) -> str:
         """A display name that cannot ping (markdown escaped), or 'user <id>' when the member is unknown."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
 import discord
 import pytest
 
+from bot.config import Settings
 from bot.discord_bot.adminlog import AdminLog, flush_line, short_error
 from bot.memory.events import Forgotten, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, GuildSettings, NewFact
@@ -55,7 +56,7 @@ class FakeBot:
     def __init__(self, *channels: FakeChannel, memory: Any = None) -> None:
         self.channels = {c.id: c for c in channels}
         self.memory = memory or FakeMemory()
-        self.settings = SimpleNamespace(gemini_api_key="AIzaSECRETKEY123")
+        self.settings = replace(Settings(), gemini_api_key="AIzaSECRETKEY123")
         self.members = {(GUILD, 5): "Alice", (GUILD, 6): "Bob"}
 
     def get_channel(self, channel_id: int) -> FakeChannel | None:
@@ -273,6 +274,25 @@ def test_gemini_errors_are_short_and_hide_the_key() -> None:
     assert line.startswith("Gemini extract failed: HTTP 400")
     assert line.endswith("(7 messages kept for a retry)")
     assert len(short_error("x" * 5000)) <= 200
+
+
+def test_every_line_names_the_provider_in_use_and_hides_every_key() -> None:
+    bot = FakeBot()
+    bot.settings = replace(
+        Settings(),
+        model_provider="openai",
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_api_key="sk-local-SECRET-42",
+        discord_token="MTIz.discord.SECRET",
+    )
+    log = AdminLog(bot, default_channel_id=None)
+    failed = log.describe(
+        ModelFailed(f"guild:{GUILD}", "extract", "401 for sk-local-SECRET-42 and MTIz.discord.SECRET", 2)
+    )
+    refused = log.describe(Skipped(f"guild:{GUILD}", 1, refused=True, channel_id="42"))
+    assert failed is not None and refused is not None
+    assert failed.startswith("127.0.0.1:8080 extract failed") and "SECRET" not in failed
+    assert "Gemini" not in failed + refused and "127.0.0.1:8080 refused to read" in refused
 
 
 def test_skipped_messages_name_their_channel() -> None:
