@@ -52,6 +52,7 @@ def memory_policy(settings: Settings) -> MemoryPolicy:
         no_memory_marker=settings.memory_no_memory_marker,
         community=settings.memory_community,
         extraction=extraction_mode(settings),
+        removed_server_seconds=settings.memory_removed_server_days * 86_400,
     )
 
 

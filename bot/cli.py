@@ -41,6 +41,7 @@ from bot.memory.models import (
     Decision,
     Fact,
     NewFact,
+    guild_id_of,
     is_discord_id,
     positive_number,
     valid_scope,
@@ -78,6 +79,12 @@ class CliError(Exception):
 def _scope(text: str) -> str:
     if not valid_scope(text):
         raise argparse.ArgumentTypeError(f"invalid scope {text!r}: expected guild:<id>, dm or terminal")
+    return text
+
+
+def _guild_scope(text: str) -> str:
+    if guild_id_of(text) is None:
+        raise argparse.ArgumentTypeError(f"invalid server scope {text[:40]!r}: expected guild:<server id>")
     return text
 
 
@@ -139,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     facts = sub.add_parser("facts", help="list, forget or import facts").add_subparsers(
-        dest="facts_command", required=True, metavar="{list,forget,export,import}"
+        dest="facts_command", required=True, metavar="{list,forget,forget-server,export,import}"
     )
     flist = facts.add_parser("list", help="a person's facts in one scope")
     flist.add_argument("--scope", required=True, type=_scope)
@@ -153,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--id", type=_positive, dest="fact_id")
     which.add_argument("--all", action="store_true")
     fforget.add_argument("--json", action="store_true")
+    fserver = facts.add_parser(
+        "forget-server",
+        help="erase everything learned in one server (everyone's facts, the community's, its conversations)",
+        description=(
+            "Everything learned in the server goes for good, as /memory-admin forget-server does there: for a "
+            "server the bot was removed from, or to erase one now instead of after MEMORY_REMOVED_SERVER_DAYS."
+        ),
+    )
+    fserver.add_argument("--scope", required=True, type=_guild_scope, help="guild:<server id>")
+    fserver.add_argument("--json", action="store_true")
     fimport = facts.add_parser(
         "import",
         help="import facts from a JSONL file",
@@ -503,6 +520,14 @@ async def cmd_facts(settings: Settings, args: argparse.Namespace) -> int:
                 args,
                 [_fact_json(f) for f in facts],
                 [f"#{f.id} [{f.status}] {f.recorded_at[:10]} {f.text}" for f in facts] or ["no facts"],
+            )
+            return 0
+        if args.facts_command == "forget-server":
+            erased, episodes = await memory.forget_server(args.scope, actor="cli")
+            _emit(
+                args,
+                {"facts": erased, "episodes": episodes},
+                [f"erased {args.scope}: {erased} fact(s) and {episodes} conversation(s)"],
             )
             return 0
         ids = None if args.all else [args.fact_id]

@@ -92,6 +92,7 @@ class Settings:
     memory_flush_concurrency: int = 2
     memory_flush_min_messages: int = 20
     memory_community: bool = True
+    memory_removed_server_days: float = 30.0
     extraction_mode: str = "auto"  # select, enumerate, or auto: the measured default of MODEL_PROVIDER
     memory_flush_claim_seconds: float = 300.0
     memory_no_memory_marker: str = "!nomem"
@@ -370,6 +371,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "memory_flush_concurrency": (_positive_int, "a positive integer such as 2"),
     "memory_flush_min_messages": (_positive_int, "a positive integer such as 20"),
     "memory_community": (_flag, "true or false"),
+    "memory_removed_server_days": (_non_negative_float, "a number of days such as 30 (0: at once)"),
     "extraction_mode": (_choice("auto", "select", "enumerate"), "auto, select or enumerate"),
     "memory_flush_claim_seconds": (_positive_float, "a positive number of seconds such as 300"),
     "shard_count": (_positive_int, "a positive integer: the bot's shards over all processes"),

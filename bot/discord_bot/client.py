@@ -218,6 +218,23 @@ class MemoryBot(commands.Bot):
         )
         for guild in self.guilds:
             self.admin_log.post(guild.id, "Memory bot started.")
+        # Servers it is in keep their memory, whatever a removal had started counting down.
+        await self.memory.servers_present([str(guild.id) for guild in self.guilds])
+
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """Kicked, or the server deleted (not an outage: discord.py tells those apart): what was learned
+        there is erased after MEMORY_REMOVED_SERVER_DAYS unless the bot is added back meanwhile."""
+        erase_at = await self.memory.server_removed(str(guild.id))
+        if erase_at is not None:
+            line = (
+                f"Removed from {guild.name} ({guild.id}): everything learned there will be erased after "
+                f"{erase_at[:16].replace('T', ' ')} UTC unless the bot is added back before."
+            )
+            log.warning(line)
+            self.admin_log.post(guild.id, line)  # the operator's default log channel, where it still can
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self.memory.servers_present([str(guild.id)])
 
     async def close(self) -> None:
         """Stop taking work, let memory persist (flushes that finish still reach the admin log), then go.

@@ -52,6 +52,12 @@ class Maintenance:
         """Hard-delete one person's facts in a scope (None: all of them); returns how many went."""
         return await self.store.call(Storage.forget, scope, user_id, fact_ids, actor=actor)
 
+    async def forget_server(self, scope: str, *, actor: str) -> tuple[int, int]:
+        """A server's forget-everything (every fact of everyone and of the community, every episode, every
+        buffered message), as /memory-admin forget-server does; for a server the bot is no longer in.
+        Returns how many facts and episodes went."""
+        return await self.store.call(Storage.forget_scope, scope, actor=actor)
+
     async def export(self, scope: str, user_id: str | None) -> list[tuple[Fact, str]]:
         """The active facts of a person (None: everyone) in a scope, oldest first, each with its owner's name."""
         facts = [

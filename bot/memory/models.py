@@ -338,6 +338,7 @@ class GuildSettings:
     ignored_channel_ids: set[str] = field(default_factory=set)
     persona: str | None = None  # the server's own persona, instead of BOT_PERSONA
     moderator_role_id: str | None = None  # its members' rules and decisions speak as the server
+    removed_at: str | None = None  # when the bot was removed from the server (its memory goes later)
     channel_personas: dict[str, str] = field(default_factory=dict)  # channel id -> persona there
 
     def persona_for(self, channel_id: str, parent_channel_id: str | None = None) -> str | None:

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.memory.about import asks_in_general
@@ -50,6 +51,7 @@ from bot.memory.models import (
     NewFact,
     Origin,
     guild_id_of,
+    guild_scope,
     iso,
     utcnow,
 )
@@ -250,13 +252,18 @@ class MemoryService:
                 log.warning("could not check for settings changed elsewhere: %s", exc)
 
     async def _keep_word_index_tidy(self) -> None:
-        """Every `index_upkeep_seconds`, a round of `tidy_word_index`."""
+        """Every `index_upkeep_seconds`, a round of `tidy_word_index`, and the erasure of the servers the
+        bot was removed from longer than the grace period ago (`forget_removed_servers`)."""
         while True:
             await asyncio.sleep(self.policy.index_upkeep_seconds)
             try:
                 await tidy_word_index(self.store)
             except Exception as exc:  # a busy database: the next round tries again
                 log.warning("could not tidy the keyword index: %s", exc)
+            try:
+                await self.forget_removed_servers()
+            except Exception as exc:
+                log.warning("could not erase the memory of servers the bot was removed from: %s", exc)
 
     async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
         """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
@@ -837,6 +844,40 @@ class MemoryService:
         if count or fact_ids is None:
             self._emit(Forgotten(scope, user_id, count, everything=fact_ids is None, actor=actor or user_id))
         return count
+
+    async def server_removed(self, guild_id: str, *, now: datetime | None = None) -> str | None:
+        """The bot was removed from a server (kicked, or the server deleted): its memory is kept for the
+        grace period (`removed_server_seconds`), then erased, unless the bot is back by then. Returns
+        when it will be erased (ISO), None when it is already counting down."""
+        if self.guild(guild_id).removed_at is not None:
+            return None
+        moment = now or utcnow()
+        await self.update_guild(guild_id, removed_at=iso(moment))
+        return iso(moment + timedelta(seconds=self.policy.removed_server_seconds))
+
+    async def servers_present(self, guild_ids: Collection[str]) -> None:
+        """The bot is in these servers (at start, or added back): none of their memories is erased."""
+        for guild_id in guild_ids:
+            if self.guild(guild_id).removed_at is not None:
+                await self.update_guild(guild_id, removed_at=None)
+
+    async def forget_removed_servers(self, *, now: datetime | None = None) -> list[str]:
+        """Erase the memory of every server the bot was removed from longer than the grace period ago,
+        as its admins' /memory-admin forget-server would; the guild ids erased."""
+        cutoff = iso((now or utcnow()) - timedelta(seconds=self.policy.removed_server_seconds))
+        gone = [
+            g for g, s in list(self._guilds.items()) if s.removed_at is not None and s.removed_at <= cutoff
+        ]
+        for guild_id in gone:
+            facts, episodes = await self.forget_server(guild_scope(guild_id), actor="removed")
+            await self.update_guild(guild_id, removed_at=None)
+            log.warning(
+                "erased the memory of server %s, removed more than the grace period ago: %d facts, %d episodes",
+                guild_id,
+                facts,
+                episodes,
+            )
+        return gone
 
     async def forget_server(self, scope: str, *, actor: str) -> tuple[int, int]:
         """A server's forget-everything: everyone's facts, the community's, every episode and every

@@ -107,6 +107,11 @@ class GuildSetup(Gateway):
                 self._spawn(self._dispatch("GUILD_MEMBER_ADD", data, intent=INTENT_GUILD_MEMBERS))
         return user
 
+    async def remove_bot(self, guild: Guild) -> None:
+        """The bot is kicked (or the server deleted): GUILD_DELETE without `unavailable`, which discord.py
+        tells apart from an outage and fires as guild_remove."""
+        await self._dispatch("GUILD_DELETE", {"id": str(guild.id)})
+
     async def add_role(self, guild: Guild, name: str, permissions: int = EVERYONE_PERMISSIONS) -> int:
         """A new role (sent as GUILD_ROLE_CREATE); give it to members with `set_roles`."""
         role_id = self._snowflake()

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.memory.models import COMMUNITY_ID
+from bot.memory.models import COMMUNITY_ID, NewFact
 from bot.memory.prompts import EXTRACT_TASK
 from standins.brain import FakeBrain, extract, last_user_text, read_chunk, system_text
 from tests.e2e.test_e2e_community_commands import admin, backend, click, log_lines, recap, scope
@@ -298,3 +299,40 @@ async def test_a_recap_since_a_huge_number_of_days_ago_answers_with_everything(t
         for since in ("99999999 days ago", "9" * 90 + " days ago"):
             _, shown = await recap(w, w.carol, since=since)
             assert "parish hall" in shown and "went wrong" not in shown
+
+
+async def test_a_server_that_removes_the_bot_loses_its_memory_after_the_grace_period(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.bob, "I moved to Quillonby last spring")
+        await w.say(w.general, w.alice, "The swap meet is at Wharfside pier this Sunday")
+        await w.flush()
+        beta = f"guild:{w.beta.id}"
+        await w.bot.memory.import_facts(
+            [NewFact(beta, str(w.bob["id"]), "bob", "bob keeps bees in Beta", ["b1"])]
+        )  # another server's memory stays
+        await w.discord.remove_bot(w.alpha)
+
+        async def counting_down() -> bool:
+            return w.bot.memory.guild(str(w.alpha.id)).removed_at is not None
+
+        await eventually(counting_down, what="the removal recorded")
+        assert await w.bot.memory.forget_removed_servers() == []  # within the grace period: kept
+        assert await w.facts(scope(w), w.bob)
+        later = datetime.now(UTC) + timedelta(days=31)
+        assert await w.bot.memory.forget_removed_servers(now=later) == [str(w.alpha.id)]
+        assert traces(w.bot.memory.store.sync, backend(), ["Quillonby", "Wharfside"]) == []
+        assert [f.text for f in await w.bot.memory.list_facts(beta, str(w.bob["id"]))] == [
+            "bob keeps bees in Beta"
+        ]
+        assert w.bot.memory.guild(str(w.alpha.id)).removed_at is None
+
+
+async def test_a_server_that_adds_the_bot_back_in_time_keeps_its_memory(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        await w.say(w.general, w.bob, "I moved to Quillonby last spring")
+        await w.flush()
+        await w.bot.memory.server_removed(str(w.alpha.id))
+        await w.bot.memory.servers_present([str(w.alpha.id)])  # as on_guild_join and on_ready do
+        later = datetime.now(UTC) + timedelta(days=31)
+        assert await w.bot.memory.forget_removed_servers(now=later) == []
+        assert await w.facts(scope(w), w.bob)

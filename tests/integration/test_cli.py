@@ -450,3 +450,28 @@ async def test_check_fails_on_a_damaged_database(tmp_path: Path) -> None:
     code, out, err = await run_cli("check", env=env, cwd=tmp_path)
     assert code == 1 and "database OK" not in out
     assert "is damaged" in err and "restore it from a backup" in err
+
+
+async def test_facts_forget_server_erases_one_server_and_nothing_else(
+    tmp_path: Path, gemini: GeminiStandIn, db_env: dict[str, str]
+) -> None:
+    env = clean_env(GEMINI_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, **db_env)
+    data = tmp_path / "f.jsonl"
+    data.write_text(
+        "\n".join(
+            json.dumps({"scope": scope, "user_id": "7", "text": f"Seven likes {w}"})
+            for scope, w in (("guild:1", "tea"), ("guild:1", "jazz"), ("guild:2", "rain"), ("dm", "snow"))
+        )
+    )
+    assert (await run_cli("facts", "import", str(data), env=env, cwd=tmp_path))[0] == 0
+    code, out, _ = await run_cli(
+        "facts", "forget-server", "--scope", "guild:1", "--json", env=env, cwd=tmp_path
+    )
+    assert code == 0 and json.loads(out) == {"facts": 2, "episodes": 0}
+    for scope, left in (("guild:1", []), ("guild:2", ["Seven likes rain"]), ("dm", ["Seven likes snow"])):
+        code, out, _ = await run_cli(
+            "facts", "list", "--scope", scope, "--user", "7", "--json", env=env, cwd=tmp_path
+        )
+        assert [f["text"] for f in json.loads(out)] == left
+    code, _, err = await run_cli("facts", "forget-server", "--scope", "dm", env=env, cwd=tmp_path)
+    assert code == 2 and "expected guild:<server id>" in err

@@ -59,8 +59,8 @@ class People(Connected):
         out: dict[str, GuildSettings] = {}
         for row in select(
             self.conn,
-            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others, persona, moderator_role_id "
-            "FROM guild_settings",
+            "SELECT guild_id, memory_enabled, log_channel_id, members_see_others, persona, moderator_role_id, "
+            "removed_at FROM guild_settings",
         ):
             out[row["guild_id"]] = guild_settings_from(row)
         for row in select(self.conn, "SELECT guild_id, channel_id FROM ignored_channels"):

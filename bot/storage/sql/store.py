@@ -151,8 +151,16 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         return dropped
 
     def update_guild_settings(self, guild_id: str, /, **changes: Any) -> GuildSettings:
-        """Set memory_enabled, log_channel_id, members_see_others, persona or moderator_role_id for a guild."""
-        allowed = {"memory_enabled", "log_channel_id", "members_see_others", "persona", "moderator_role_id"}
+        """Set memory_enabled, log_channel_id, members_see_others, persona, moderator_role_id or removed_at
+        for a guild."""
+        allowed = {
+            "memory_enabled",
+            "log_channel_id",
+            "members_see_others",
+            "persona",
+            "moderator_role_id",
+            "removed_at",
+        }
         if not set(changes) <= allowed:
             raise ValueError(f"unknown guild settings: {sorted(set(changes) - allowed)}")
         with self._tx():

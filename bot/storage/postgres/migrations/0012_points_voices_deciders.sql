@@ -30,6 +30,8 @@ INSERT INTO point_sources (point_id, message_id, author_id)
     WHERE s.episode_id = p.episode_id;
 ALTER TABLE pending_messages ADD COLUMN decides smallint NOT NULL DEFAULT 0;
 ALTER TABLE guild_settings ADD COLUMN moderator_role_id text;
+-- When the bot was removed from a server (NULL: it is there): its memory goes after a grace period.
+ALTER TABLE guild_settings ADD COLUMN removed_at text;
 ALTER TABLE facts ADD COLUMN speaks_for_server smallint NOT NULL DEFAULT 0;
 UPDATE fact_events SET detail = (detail::jsonb - 'text')::text
     WHERE kind IN ('duplicate', 'merged', 'invalidated') AND detail::jsonb ? 'text';

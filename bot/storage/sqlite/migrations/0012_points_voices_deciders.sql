@@ -30,6 +30,8 @@ INSERT INTO point_sources (point_id, message_id, author_id)
     WHERE s.episode_id = p.episode_id;
 ALTER TABLE pending_messages ADD COLUMN decides INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE guild_settings ADD COLUMN moderator_role_id TEXT;
+-- When the bot was removed from a server (NULL: it is there): its memory goes after a grace period.
+ALTER TABLE guild_settings ADD COLUMN removed_at TEXT;
 ALTER TABLE facts ADD COLUMN speaks_for_server INTEGER NOT NULL DEFAULT 0;
 UPDATE fact_events SET detail = json_remove(detail, '$.text')
     WHERE kind IN ('duplicate', 'merged', 'invalidated') AND json_extract(detail, '$.text') IS NOT NULL;
