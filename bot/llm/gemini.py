@@ -24,7 +24,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from bot.llm.answers import MalformedAnswer, checked_vectors, normalised, read_answer
-from bot.llm.retry import RetryingClient, retry_after
+from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
     REPLY_CUT_NOTE,
@@ -247,7 +247,11 @@ class GeminiClient(RetryingClient):
             automatic_function_calling=_NO_AFC,
             http_options=self._stream_http_options,
             tools=[_tool(tools)] if tools else None,
-            max_output_tokens=self.chat_max_tokens,
+            # The reply's limit and room to think first (THINKING_TOKENS): the reply itself is bounded again
+            # by the reply use case, at CHAT_MAX_OUTPUT_TOKENS' characters.
+            max_output_tokens=None
+            if self.chat_max_tokens is None
+            else self.chat_max_tokens + THINKING_TOKENS,
         )
 
         async def attempt() -> AsyncGenerator[str | ToolCall, None]:

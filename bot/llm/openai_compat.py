@@ -42,7 +42,7 @@ from bot.llm.answers import (
     plain_schema,
     read_answer,
 )
-from bot.llm.retry import RetryingClient, retry_after
+from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
     REPLY_CUT_NOTE,
@@ -520,8 +520,9 @@ class OpenAICompatClient(RetryingClient):
                 instruction = f"{system}\n\n{NO_TOOLS}" if system else NO_TOOLS
             if features.stream_usage:
                 options["stream_options"] = {"include_usage": True}
-            if self.chat_max_tokens is not None:
-                options.update(self._token_limit(self.chat_max_tokens))
+            if self.chat_max_tokens is not None:  # OpenAI's own reasoning models count their reasoning in it
+                thinking = THINKING_TOKENS if self.provider == "OpenAI" else 0
+                options.update(self._token_limit(self.chat_max_tokens + thinking))
             try:
                 async with self._deadline():
                     return await self._client.chat.completions.create(

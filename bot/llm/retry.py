@@ -29,6 +29,10 @@ from bot.memory.ports import ModelBadAnswer, ModelError, ModelKeyRejected, Model
 R = TypeVar("R")
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# What a thinking model may spend thinking before it writes its reply (Gemini 2.5's thinking, OpenAI's
+# reasoning), on top of the reply's own limit: both count it against the request's output limit, and
+# without it a hard question could end at the limit before a word of the answer.
+THINKING_TOKENS = 4096
 _TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore"})
 
 

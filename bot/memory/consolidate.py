@@ -162,7 +162,7 @@ class Consolidator:
         """
         facts = self._dedupe_exact(facts)
         refreshed: list[tuple[int, list[float]]] = []
-        refreshed_episodes: list[tuple[int, list[float]]] = []
+        refreshed_episodes: list[tuple[int, str, list[float]]] = []
         if facts or episodes:
             # One embedding request per flush: the new facts, the episodes, merged facts awaiting their
             # own vector, and episodes that lost points since theirs was made.
@@ -178,7 +178,8 @@ class Consolidator:
             rest = vectors[len(texts) :]
             refreshed = [(fid, vector) for (fid, _), vector in zip(stale, rest, strict=False)]
             refreshed_episodes = [
-                (eid, vector) for (eid, _), vector in zip(stale_episodes, rest[len(stale) :], strict=True)
+                (eid, summary, vector)
+                for (eid, summary), vector in zip(stale_episodes, rest[len(stale) :], strict=True)
             ]
             for episode in episodes:
                 episode.continues = await self._goes_on(episode)

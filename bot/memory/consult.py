@@ -33,7 +33,7 @@ from bot.memory.models import (
 )
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.service import MemoryService
-from bot.memory.shared import as_said, point_links
+from bot.memory.shared import as_said, point_links, served_fact
 
 RECALL_LIMIT = 10  # facts per person one recall may find
 RECALL_TOKEN_BUDGET = 500  # what a compact answer may cost the client's context
@@ -192,8 +192,9 @@ def _readable(service: MemoryService, reader: Reader, fact: Fact) -> bool:
     out, seen by this reader (a person's session: theirs only) under its audience."""
     if fact.scope != reader.scope or fact.status != FactStatus.ACTIVE:
         return False
-    if fact.user_id == COMMUNITY_ID:
-        return reader.community is not None and service.policy.community and reader.community.allows(fact)
+    if fact.user_id == COMMUNITY_ID:  # and not made of the words of someone who opted out
+        allowed = reader.community is not None and service.policy.community and reader.community.allows(fact)
+        return allowed and served_fact(fact, service.withheld(fact.scope))
     if reader.person is not None and fact.user_id != reader.person.user_id:
         return False
     return not service.is_opted_out(fact.scope, fact.user_id) and reader.audience.allows(fact)

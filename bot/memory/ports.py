@@ -340,7 +340,7 @@ class Storage(Protocol):
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
-        refreshed_episodes: Sequence[tuple[int, Sequence[float]]] = (),
+        refreshed_episodes: Sequence[tuple[int, str, Sequence[float]]] = (),
     ) -> list[AppliedChange]:
         """Apply consolidation's plan and store the flush's episodes, with the removal of the messages it
         consumed, in one transaction. An episode one of whose messages was deleted, edited or opted out

@@ -381,6 +381,8 @@ class MemoryService:
             await self.message_deleted(message_id)
             return False
         self.capture_buffer.edit(message_id, clean(content))  # in order with what is queued
+        # Written before asking: a flush that read the old text then sees the edit and keeps the message.
+        await self._settle_queue()
         if not await self.store.call(Storage.learned_from, message_id):
             return False
         await self.message_deleted(message_id)
@@ -762,7 +764,7 @@ class MemoryService:
         found = await self.store.call(
             Storage.list_facts, scope, user_id, all_statuses=all_statuses, limit=limit, offset=offset
         )
-        out = self._withheld(scope) if user_id == COMMUNITY_ID else set()
+        out = self.withheld(scope) if user_id == COMMUNITY_ID else set()
         return [f for f in found if served_fact(f, out)] if out else found
 
     async def list_episodes(
@@ -779,10 +781,10 @@ class MemoryService:
         found = await self.store.call(
             Storage.list_episodes, scope, channel_ids=channel_ids, since=since, limit=limit, offset=offset
         )
-        out = self._withheld(scope)
+        out = self.withheld(scope)
         return [e for e in (served_episode(episode, out) for episode in found) if e is not None]
 
-    def _withheld(self, scope: str) -> set[str]:
+    def withheld(self, scope: str) -> set[str]:
         """The people of a scope whose words shared memory no longer serves: those who opted out."""
         return {user for where, user in self._opted_out if where == scope}
 
@@ -810,7 +812,7 @@ class MemoryService:
         found = await self.store.call(Storage.get_episode, episode_id)
         if found is None or found.scope != scope:
             return None
-        return served_episode(found, self._withheld(scope))
+        return served_episode(found, self.withheld(scope))
 
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""

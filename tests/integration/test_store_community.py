@@ -555,7 +555,14 @@ def test_an_authors_erasure_takes_only_her_point_and_the_episode_keeps_the_other
     # Its vector waits for the next flush, which embeds the rebuilt summary along with its own texts.
     assert store.stale_episodes() == [(episode_id, night.summary)]
     store.buffer_messages([(said("m5", "carol", "hello"), 1.0)])
-    store.apply_flush([], consumed_message_ids=["m5"], refreshed_episodes=[(episode_id, unit(0.0, 0.0, 1.0))])
+    # A vector of a summary the episode no longer has (points taken out while it was embedded) is not kept.
+    store.apply_flush(
+        [], consumed_message_ids=[], refreshed_episodes=[(episode_id, "- old words", unit(1.0))]
+    )
+    assert store.stale_episodes() == [(episode_id, night.summary)]
+    store.apply_flush(
+        [], consumed_message_ids=["m5"], refreshed_episodes=[(episode_id, night.summary, unit(0.0, 0.0, 1.0))]
+    )
     assert store.stale_episodes() == []
     [(found, distance)] = store.episodes_near(SCOPE, unit(0.0, 0.0, 1.0), 1)
     assert found.id == episode_id and distance < 1e-6

@@ -191,6 +191,11 @@ class Chat(commands.Cog):
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         if "content" not in payload.data:
             return
+        cached = payload.cached_message
+        if (
+            cached is not None and cached.content == payload.message.content
+        ) or payload.message.edited_at is None:
+            return  # a pin, an embed resolved or suppressed: the words did not change
         if self.bot.memory.no_memory(payload.message.content):  # "<@bot> !nomem" added by the edit
             await self.forget_deleted([payload.message_id])
         elif not self.bot.shutting_down:

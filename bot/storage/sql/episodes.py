@@ -261,13 +261,16 @@ class Episodes(Connected):
         )
         return [(r["id"], r["summary"]) for r in rows]
 
-    def _refresh_episode_vectors(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
-        for episode_id, vector in vectors:
+    def _refresh_episode_vectors(self, vectors: Sequence[tuple[int, str, Sequence[float]]]) -> None:
+        """Each (id, the summary that was embedded, its vector): written only while the episode still has
+        that summary, so a vector of words taken out meanwhile is never kept (it stays stale instead)."""
+        for episode_id, summary, vector in vectors:
             self._check_width(vector)
-            self.conn.execute(
-                "UPDATE episodes SET embedding = ? WHERE id = ?", (self._vector(vector), episode_id)
-            )
-            self.conn.execute("DELETE FROM stale_episodes WHERE episode_id = ?", (episode_id,))
+            if self.conn.execute(
+                "UPDATE episodes SET embedding = ? WHERE id = ? AND summary = ?",
+                (self._vector(vector), episode_id, summary),
+            ).rowcount:
+                self.conn.execute("DELETE FROM stale_episodes WHERE episode_id = ?", (episode_id,))
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,7 @@ class Facts(Connected):
     def _active_owner(self, fact_id: int) -> Owner | None:
         row = select_one(
             self.conn,
-            "SELECT scope, user_id, text, sensitive FROM facts WHERE id = ? AND status = 'active'",
+            "SELECT scope, user_id, text, sensitive, speaks_for_server FROM facts WHERE id = ? AND status = 'active'",
             (fact_id,),
         )
         return owner_from(row) if row else None

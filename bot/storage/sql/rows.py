@@ -215,7 +215,10 @@ class Owner(NamedTuple):
     user_id: str
     text: str
     sensitive: bool
+    speaks_for_server: bool = False
 
 
 def owner_from(row: Row) -> Owner:
-    return Owner(row["scope"], row["user_id"], row["text"], bool(row["sensitive"]))
+    return Owner(
+        row["scope"], row["user_id"], row["text"], bool(row["sensitive"]), bool(row["speaks_for_server"])
+    )

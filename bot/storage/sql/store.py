@@ -458,11 +458,12 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         bot may repeat what went: the bot's buffered turns in the scope go too. One 'forgotten' event per
         scope, with counts and `why`, no text."""
         facts = made_from(self.conn, COMMUNITY_FACTS_BY_SOURCE, scope, messages, author)
-        if author is not None:  # their repeats: the ids of messages they wrote, unlinked
+        if author is not None:  # their repeats here: the ids of messages they wrote, unlinked
+            scoped, in_scope = (" AND scope = ?", [scope]) if scope is not None else ("", [])
             self.conn.execute(
                 "DELETE FROM fact_sources WHERE author_id = ? AND confirms = 1 AND fact_id IN "
-                f"(SELECT id FROM facts WHERE user_id = '{COMMUNITY_ID}')",
-                (author,),
+                f"(SELECT id FROM facts WHERE user_id = '{COMMUNITY_ID}'{scoped})",
+                (author, *in_scope),
             )
         points = self._withdraw_points(scope, messages, author)
         made = MadeFrom()
@@ -495,7 +496,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         refreshed: Sequence[tuple[int, Sequence[float]]] = (),
         actor: str = "system",
         read_texts: dict[str, str] | None = None,
-        refreshed_episodes: Sequence[tuple[int, Sequence[float]]] = (),
+        refreshed_episodes: Sequence[tuple[int, str, Sequence[float]]] = (),
     ) -> list[AppliedChange]:
         """Apply a flush's plan and store its episodes, with its events and the removal of its buffered
         messages, in ONE transaction.
@@ -516,7 +517,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
           operation's `fallback`; an operation without one is skipped;
         - a DUPLICATE of a fact merged meanwhile (by this very plan) confirms the fact holding its words.
         `refreshed` carries fresh vectors for facts listed by `stale_facts()`, `refreshed_episodes` for
-        episodes listed by `stale_episodes()`.
+        episodes listed by `stale_episodes()` (with the summary each was made from).
         """
         faults = [fault for planned in operations if (fault := _incomplete(planned)) is not None]
         faults += [f"an episode of {e.scope} has no {what}" for e in episodes for what in _missing(e)]
@@ -598,8 +599,14 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         fact = op.fact
         merge = op.decision is Decision.MERGE
         text = op.merged_text if merge and op.merged_text else fact.text
-        if merge:  # the merged text holds both facts' words: sensitive if either was
-            fact = replace(fact, sensitive=fact.sensitive or target.sensitive)
+        if (
+            merge
+        ):  # the merged text holds both facts' words: sensitive if either was, the server's only if both
+            fact = replace(
+                fact,
+                sensitive=fact.sensitive or target.sensitive,
+                speaks_for_server=fact.speaks_for_server and target.speaks_for_server,
+            )
         fact_id = self._insert_fact(fact, text, fact.embedding or (), now)
         if merge:
             self._inherit_sources(fact_id, target_id)
