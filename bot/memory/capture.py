@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bot.gist import first_line
 from bot.memory.models import BufferedMessage
 from bot.memory.ports import Storage, StorageWorker
 
@@ -80,6 +81,9 @@ class CaptureBuffer:
         self.store = store
         self.policy = policy
         self.flush_fn = flush_fn
+        self._failing = (
+            False  # writes fail (the database is down): logged once, and once when they work again
+        )
         self.clock = clock
         self.accept = accept  # asked again as each queued message is written: later switches win
         # Whether a channel's messages may be read in one call with other such channels of its scope:
@@ -210,10 +214,21 @@ class CaptureBuffer:
                     type(exc).__name__,
                     exc,
                 )
-            except Exception:
-                log.exception("writing %d captured operations failed; retrying", len(ops) - done)
+            except Exception as exc:  # the database is down or busy: said once, not every retry
+                if not self._failing:
+                    log.warning(
+                        "writing %d captured operations failed (%s: %s); retrying until the database is back",
+                        len(ops) - done,
+                        type(exc).__name__,
+                        first_line(exc),
+                        exc_info=log.isEnabledFor(logging.DEBUG),
+                    )
+                self._failing = True
                 return done
             done = end
+        if self._failing:
+            log.warning("writing captured messages works again; nothing was lost")
+            self._failing = False
         return len(ops)
 
     async def _apply(self, ops: list[_Op]) -> None:

@@ -890,3 +890,18 @@ async def test_an_edit_after_learning_takes_the_old_words_out_and_asks_for_the_n
     service.capture(msg("m2", "alice", "I like tea"), guild_id="100")
     assert await service.message_edited("m2", "I like green tea") is False
     assert await pending(service) == ["I like green tea"]
+
+
+async def test_a_database_outage_is_logged_once_when_writes_fail_and_once_when_they_work_again(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fail_once(monkeypatch, service, "buffer_messages", times=4)  # several retries of the writer fail
+    with caplog.at_level(logging.DEBUG, logger="bot.memory.capture"):
+        service.capture(msg("m1", "alice", "I live in Oslo"), guild_id="100")
+        await service.capture_buffer.wait_written()
+    lines = [r for r in caplog.records if r.name == "bot.memory.capture" and r.levelno >= logging.WARNING]
+    assert [r.getMessage().split(" (")[0].split(";")[0] for r in lines] == [
+        "writing 1 captured operations failed",
+        "writing captured messages works again",
+    ]
+    assert await pending(service) == ["I live in Oslo"]
