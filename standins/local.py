@@ -106,6 +106,11 @@ class LocalServer:
         """Answer 200 with a model text that is not valid JSON (embed requests: a body that is not JSON)."""
         self._faults += [Fault("malformed", kind) for _ in range(count)]
 
+    def html_next(self, *, count: int = 1, kind: str | None = None) -> None:
+        """Answer the next `count` requests with an HTML page and status 200, as a proxy or a captive
+        portal in front of an endpoint does (the OpenAI-compatible stand-in)."""
+        self._faults += [Fault("html", kind) for _ in range(count)]
+
     def of_kind(self, kind: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.kind == kind]
 

@@ -319,8 +319,19 @@ class OpenAICompatClient(RetryingClient):
                 continue
             if stop_early is not None:
                 return await self._streamed_answer(purpose, response, stop_early)
+            self._require_json(response)
             self.usage.record(purpose, *_tokens(response.usage))
             return self._answer_text(purpose, response)
+
+    def _require_json(self, response: Any) -> None:
+        """An answer the SDK could not read as JSON comes back as the body's text (a proxy's or a login
+        page's HTML with status 200): named as such, and worth another try, never "'str' object has no
+        attribute 'usage'"."""
+        if isinstance(response, str | bytes):
+            start = " ".join(str(response[:80]).split())
+            raise MalformedAnswer(
+                f"{self.where} answered with something that is not JSON (an HTML page?): {start!r}"
+            )
 
     async def _streamed_answer(self, purpose: Purpose, stream: Any, stop_early: PartialCheck) -> str:
         """A streamed JSON answer's text, judged by `stop_early` as it grows. Without usage in the stream
@@ -404,6 +415,7 @@ class OpenAICompatClient(RetryingClient):
                 encoding_format="float",
                 **options,  # type: ignore[arg-type]
             )
+            self._require_json(response)
             self.usage.record(Purpose.EMBED, *_tokens(response.usage))
             ordered = sorted(response.data or [], key=lambda d: d.index)
             batch = checked_vectors([list(d.embedding) for d in ordered], len(chunk), self.provider)

@@ -722,3 +722,23 @@ async def test_an_empty_stream_is_an_error_once_the_endpoint_has_taken_an_image(
         finally:
             await client.aclose()
     assert client.features.images and len(server.requests) == 2
+
+
+async def test_an_html_page_with_status_200_is_named_as_not_json_and_asked_again() -> None:
+    """A proxy or a captive portal in front of the endpoint answers a JSON call with an HTML page and 200:
+    the client says so and tries again, instead of failing on "'str' object has no attribute 'usage'"."""
+    async with OpenAIStandIn() as standin:
+        standin.generate_handler = lambda body: '{"owner": "Alice", "pets": ["Tom"]}'
+        standin.html_next(count=1)
+        client = make_client(Endpoint(), base_url=standin.base_url)
+        try:
+            assert await client.generate_json(
+                Purpose.EXTRACT, system="List pets.", prompt="Alice: Tom", schema=Pets
+            ) == Pets(owner="Alice", pets=["Tom"])
+            standin.html_next(count=5)
+            with pytest.raises(ModelError, match="not JSON \\(an HTML page\\?\\)"):  # an outage: waited out
+                await client.generate_json(
+                    Purpose.EXTRACT, system="List pets.", prompt="Alice: Tom", schema=Pets
+                )
+        finally:
+            await client.aclose()

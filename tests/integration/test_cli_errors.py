@@ -383,7 +383,7 @@ async def test_a_closed_output_pipe_ends_quietly(tmp_path: Path, gemini: GeminiS
 async def test_usage_errors_exit_2(tmp_path: Path) -> None:
     env = clean_env(DATABASE_PATH=str(tmp_path / "m.sqlite3"))
     for args, says in (
-        (["facts"], "required: {list,forget,export,import}"),
+        (["facts"], "required: {list,forget,forget-server,export,import}"),
         (["recall", "--scope", "dm", "--user", "7", "--query", "x", "--limit", "0"], "--limit"),
         (["recall", "--scope", "dm", "--user", "7", "--query", "x", "--limit", "-3"], "--limit"),
         (["facts", "list", "--scope", "dm", "--user", "\u0661\u0662"], "invalid user id"),
