@@ -118,6 +118,11 @@ PRIVATE = {
     "Sione was locked up for assault last year, keep an eye on him": "assault",
     "Noor is a practising Muslim so no pork at the barbecue please": "Muslim",
     "the door code for the workshop is 5519, don't share it": "5519",
+    "Tamsin finally came out as bi to her parents last weekend": "came out",
+    "Olek votes Reform every time and campaigns for them on Saturdays": "campaigns",
+    "Amara's family is Yoruba, her gran still speaks it at home": "Yoruba",
+    "Dariusz is the Unite rep at the depot, he's leading the strike ballot": "strike ballot",
+    "you can reach Ines at ines.moreau.private@example.net for the keys": "ines.moreau",
 }
 
 
@@ -336,3 +341,31 @@ async def test_a_server_that_adds_the_bot_back_in_time_keeps_its_memory(tmp_path
         later = datetime.now(UTC) + timedelta(days=31)
         assert await w.bot.memory.forget_removed_servers(now=later) == []
         assert await w.facts(scope(w), w.bob)
+
+
+async def test_correcting_a_community_fact_keeps_the_other_members_points_and_says_what_went(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as w:
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
+        gullible(w)
+        await w.say(w.general, w.alice, "Game night moves to Fridays at eight")
+        await w.say(w.general, w.bob, "The raid roster is posted in the pinned message")
+        await w.flush()
+        [night] = [f for f in await w.bot.memory.list_facts(scope(w), COMMUNITY_ID) if "Game night" in f.text]
+        [episode] = await w.bot.memory.list_episodes(scope(w))
+
+        opened, form = await admin(w, w.alice, "community", "correct", fact=night.id)
+        assert form["type"] == 9
+        done = await (
+            await w.discord.submit_modal(w.alice, opened, {"correct:text": "Game night is on Saturdays"})
+        ).wait_response()
+        assert done["data"]["content"] == (
+            f"Corrected #{night.id}: Game night is on Saturdays\nAlso removed 1 point of episode #{episode.id}."
+        )
+        [kept] = await w.bot.memory.list_episodes(scope(w))
+        assert [p.text for p in kept.points] == ["bob: The raid roster is posted in the pinned message"]
+        assert traces(w.bot.memory.store.sync, backend(), ["Fridays at eight"]) == []
+        await log_lines(
+            w, f"alice corrected community fact #{night.id} (also removed 1 point of episode #{episode.id})."
+        )
