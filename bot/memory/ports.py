@@ -502,6 +502,11 @@ class Storage(Protocol):
         is one piece, or needs no upkeep, answers 1)."""
         ...
 
+    def vacuum_deleted(self) -> bool:
+        """Reclaim the files' space of what was deleted since the last call (PostgreSQL's VACUUM); whether
+        it did anything. A backend whose deletes leave nothing behind answers False."""
+        ...
+
     def tidy_word_index(self, pages: int) -> bool:
         """One step of folding the keyword index's pieces into one, about `pages` pages of work; True
         when the step did some. A backend whose index needs no upkeep answers False."""

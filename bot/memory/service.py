@@ -217,6 +217,7 @@ class MemoryService:
         self._settings_seen = -1
         self._watcher: asyncio.Task[None] | None = None
         self._upkeep: asyncio.Task[None] | None = None
+        self._vacuum: asyncio.Task[None] | None = None
         # Held while this process changes a setting: its caches take the change before the database does
         # (so queued captures are refused), and the watcher's reload in between would undo that.
         self._settings_changing = asyncio.Lock()
@@ -234,6 +235,7 @@ class MemoryService:
         await self.capture_buffer.start(scope)
         self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
         self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
+        self._vacuum = asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets")
 
     async def reload_caches(self) -> None:
         self._settings_seen = await self.store.call(Storage.settings_version)
@@ -250,6 +252,16 @@ class MemoryService:
                         await self.reload_caches()
             except Exception as exc:  # a busy or briefly unreachable database: the next poll tries again
                 log.warning("could not check for settings changed elsewhere: %s", exc)
+
+    async def _vacuum_after_forgets(self) -> None:
+        """Every `vacuum_seconds`, what forgets deleted leaves the files where the backend keeps it until a
+        VACUUM (PostgreSQL's dead tuples), so an erasure is done in minutes, not at autovacuum's pace."""
+        while True:
+            await asyncio.sleep(self.policy.vacuum_seconds)
+            try:
+                await self.store.call(Storage.vacuum_deleted)
+            except Exception as exc:  # a busy database: the next pass tries again
+                log.warning("could not vacuum after forgets: %s", exc)
 
     async def _keep_word_index_tidy(self) -> None:
         """Every `index_upkeep_seconds`, a round of `tidy_word_index`, and the erasure of the servers the
@@ -270,7 +282,7 @@ class MemoryService:
 
         `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
         """
-        for task in (self._watcher, self._upkeep):
+        for task in (self._watcher, self._upkeep, self._vacuum):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -3,8 +3,9 @@
 What is PostgreSQL's own is here: connecting, its migrations, its health, the search hooks
 (`PostgresSearch`), and what follows a delete. A DELETE is final for every query at once, but the
 rows' bytes stay in the table files as dead tuples until VACUUM reclaims them (and in the WAL until
-it is recycled): autovacuum does that on its own schedule, and after a forget-all this store runs
-VACUUM on the tables that held the person's text at once (docs/postgresql.md).
+it is recycled): after a forget-all this store runs VACUUM on the tables that held the person's text at
+once, and after any other delete at the service's next pass, within minutes (`vacuum_deleted`;
+docs/postgresql.md).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Store(PostgresSearch, SqlStore):
     """Synchronous PostgreSQL + pgvector store. Use `AsyncStore` from async code."""
 
     conn: PostgresDatabase
+    _deleted_since_vacuum = False  # a delete left dead tuples that the next `vacuum_deleted` reclaims
 
     @classmethod
     def connect(cls, location: Path | str) -> PostgresDatabase:
@@ -61,14 +63,29 @@ class Store(PostgresSearch, SqlStore):
     def _scrub(self, *, everything: bool = False) -> None:
         """After a forget-all, VACUUM the tables that held the person's text (see the module's docstring).
 
-        Other deletes (one fact, a message, an opt-out's buffered messages) are left to autovacuum: a
-        VACUUM reads every index of the tables, too slow to follow each of them on a large database.
+        Other deletes (one fact, a message, an opt-out's buffered messages) are noted, and the next
+        `vacuum_deleted` (the service calls it every few minutes) vacuums them together: a VACUUM reads
+        every index of the tables, too slow to follow each delete on a large database.
         """
         if not everything:
+            self._deleted_since_vacuum = True
             return
+        self._vacuum()
+
+    def vacuum_deleted(self) -> bool:
+        """VACUUM the tables that held people's text when something was deleted since the last one, so its
+        bytes leave the table files within minutes rather than at autovacuum's pleasure; whether it ran."""
+        if not self._deleted_since_vacuum:
+            return False
+        self._vacuum()
+        return True
+
+    def _vacuum(self) -> None:
+        self._deleted_since_vacuum = False
         try:
             self.conn.raw.execute(f"VACUUM (INDEX_CLEANUP ON) {', '.join(TEXT_TABLES)}")
         except psycopg.Error as exc:  # the data is deleted all the same: say why the space was not reclaimed
+            self._deleted_since_vacuum = True
             log.warning("VACUUM after a forget failed (autovacuum will reclaim the space later): %s", exc)
 
     def word_index_pieces(self) -> int:

@@ -353,6 +353,11 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             self._scrub()
         return removed + made.facts
 
+    def vacuum_deleted(self) -> bool:
+        """Reclaim the space of what was deleted since the last call, where the backend keeps it after a
+        delete (PostgreSQL's dead tuples); whether it did. SQLite's deletes are scrubbed as they happen."""
+        return False
+
     def learned_from(self, message_id: str) -> bool:
         """Whether anything stored was made from this message: a fact's or an episode's source."""
         return any(
