@@ -762,3 +762,29 @@ async def test_a_runaway_answer_is_cut_to_a_few_messages_and_every_chat_request_
         thinking = THINKING_TOKENS if w.provider == "gemini" else 0
         assert request["generationConfig"]["maxOutputTokens"] == 1500 + thinking
         assert int(asked["id"]) > 0
+
+
+async def test_ten_mentions_under_a_storm_of_429s_are_all_answered_once(tmp_path: Path) -> None:
+    """Discord answers sends with 429 more times in a row than discord.py retries (5): each reply is sent
+    again past the storm, in order, and none twice."""
+    async with world(tmp_path) as w:
+        w.discord.fail_route("POST", r"/channels/\d+/messages$", 429, count=12)
+        people = [w.discord.add_user(f"asker{n}") for n in range(10)]  # one each: no cooldown applies
+        asked = [
+            await w.discord.send_message(w.general, person, f"question number {n}", mention_bot=True)
+            for n, person in enumerate(people)
+        ]
+
+        def replies_to(message: dict[str, Any]) -> list[dict[str, Any]]:
+            return [
+                m
+                for m in w.discord.bot_messages(w.general)
+                if (m.get("message_reference") or {}).get("message_id") == message["id"]
+            ]
+
+        async def all_answered() -> bool:
+            return all(replies_to(m) for m in asked)
+
+        await eventually(all_answered, what="every mention answered", timeout=60)
+        await asyncio.sleep(1.0)
+        assert [len(replies_to(m)) for m in asked] == [1] * 10

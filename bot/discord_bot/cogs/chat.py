@@ -8,6 +8,8 @@ import functools
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import discord
 from discord.ext import commands
@@ -481,14 +483,16 @@ class Chat(commands.Cog):
         for index, (part, words) in enumerate(zip(shown, said, strict=True)):
             if index < len(sent):
                 if sent[index].content != part:
-                    sent[index] = await sent[index].edit(content=part)
+                    sent[index] = await past_rate_limits(functools.partial(sent[index].edit, content=part))
                     if remember:
                         self.bot.memory.reply_edited(str(sent[index].id), words)
                 continue
             if index == 0:
-                sent.append(await trigger.reply(part, mention_author=False))
+                sent.append(
+                    await past_rate_limits(functools.partial(trigger.reply, part, mention_author=False))
+                )
             else:
-                sent.append(await trigger.channel.send(part))
+                sent.append(await past_rate_limits(functools.partial(trigger.channel.send, part)))
             if remember:
                 self.capture(sent[-1], own_text=words, reply_to=trigger.id)
 
@@ -515,6 +519,29 @@ class Chat(commands.Cog):
             await self.swap(trigger, sent, text)
         except discord.HTTPException as exc:
             log.warning("could not send the failure notice: %s", exc)
+
+
+T = TypeVar("T")
+RATE_LIMIT_DEADLINE_SECONDS = 60.0  # how long a reply's send or edit waits out a storm of 429s
+
+
+async def past_rate_limits(
+    call: Callable[[], Awaitable[T]], deadline: float = RATE_LIMIT_DEADLINE_SECONDS
+) -> T:
+    """`call` (a send or an edit), tried again when Discord still answers 429 after discord.py's own
+    retries, waiting longer each time, until `deadline` seconds have passed. A 429 means nothing was
+    sent, so trying again never sends a message twice; the parts of a reply go one after the other."""
+    ends = time.monotonic() + deadline
+    wait = 1.0
+    while True:
+        try:
+            return await call()
+        except discord.HTTPException as exc:
+            if exc.status != 429 or time.monotonic() + wait > ends:
+                raise
+            log.info("Discord kept rate-limiting a reply; trying again in %.0f s", wait)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 16.0)
 
 
 class Streamed:
