@@ -788,3 +788,21 @@ async def test_ten_mentions_under_a_storm_of_429s_are_all_answered_once(tmp_path
         await eventually(all_answered, what="every mention answered", timeout=60)
         await asyncio.sleep(1.0)
         assert [len(replies_to(m)) for m in asked] == [1] * 10
+
+
+async def test_a_partial_reply_whose_edits_keep_failing_never_keeps_its_writing_marker(
+    tmp_path: Path,
+) -> None:
+    """The bot lost the right to edit its reply halfway (every edit a 403): the part already sent must not
+    say it is still being written; it is deleted when it cannot be edited."""
+    async with world(tmp_path) as w:
+        w.brain.chat_reply = "a long answer that streams in pieces " * 40
+        w.gemini.stream_chunk_size = 200
+        w.discord.fail_route("PATCH", r"/channels/\d+/messages/\d+$", 403, count=None)
+        await w.discord.send_message(w.general, w.alice, "tell me everything", mention_bot=True)
+
+        async def settled() -> bool:
+            return any(r.method == "DELETE" and r.status is not None for r in w.discord.requests)
+
+        await eventually(settled, what="the marked part deleted", timeout=30)
+        assert not any(m["content"].endswith(STREAMING_MARKER) for m in w.discord.bot_messages(w.general))

@@ -20,7 +20,7 @@ from bot.discord_bot.audience import decides_here
 from bot.discord_bot.client import MemoryBot
 from bot.discord_bot.cogs import telling
 from bot.discord_bot.cogs.conversation import recall_query, said_turns
-from bot.discord_bot.discord_text import speaker_name, streaming_parts
+from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso
@@ -407,6 +407,7 @@ class Chat(commands.Cog):
             await self.replace_with(message, sent, FAILED_REPLY)
         except discord.HTTPException as exc:  # missing permissions, the trigger deleted meanwhile, ...
             log.warning("could not send a reply in channel %s: %s", message.channel.id, exc)
+            await self.unmark(sent)
             if message.guild is not None:
                 self.bot.admin_log.post(
                     message.guild.id,
@@ -452,6 +453,13 @@ class Chat(commands.Cog):
                     text=what or message.clean_content,
                 )
                 lines.append(text)
+            elif call.name not in (REMEMBER_TOOL.name, FORGET_TOOL.name):  # the bot never offered it
+                log.warning(
+                    "the chat model called a tool the bot never offered (%r) in channel %s; answered with "
+                    "an apology",
+                    call.name[:60],
+                    message.channel.id,
+                )
         reply = await self.swap(message, sent, "\n".join(lines) or FAILED_REPLY, view=view)
         if isinstance(view, telling.ForgetRequest):
             view.message = reply
@@ -495,6 +503,23 @@ class Chat(commands.Cog):
                 sent.append(await past_rate_limits(functools.partial(trigger.channel.send, part)))
             if remember:
                 self.capture(sent[-1], own_text=words, reply_to=trigger.id)
+
+    @staticmethod
+    async def unmark(sent: list[discord.Message]) -> None:
+        """A reply whose edits failed must not say it is still being written: each part still showing the
+        streaming marker is edited once more without it, and deleted when even that fails."""
+        for part in sent:
+            if not part.content.endswith(STREAMING_MARKER):
+                continue
+            try:
+                await past_rate_limits(
+                    functools.partial(part.edit, content=part.content.removesuffix(STREAMING_MARKER)), 10.0
+                )
+            except discord.HTTPException:
+                try:
+                    await part.delete()
+                except discord.HTTPException as exc:
+                    log.warning("a partial reply still shows the writing marker: %s", exc)
 
     @staticmethod
     async def swap(
