@@ -960,3 +960,20 @@ def test_an_older_database_keeps_every_vector_without_its_owner_beside_it(tmp_pa
         assert store.conn.execute("SELECT fact_id FROM fact_vectors").fetchall() == [(2,)]
     finally:
         store.close()
+
+
+def test_a_transaction_sqlite_ended_itself_tells_its_own_error_and_a_full_disk_says_so(
+    tmp_path: Path,
+) -> None:
+    """On a full disk SQLite rolls the transaction back itself: the error to tell is the full disk, not
+    "cannot rollback - no transaction is active", and it says what to do."""
+    from bot.storage.sqlite.connection import Transaction, connect, describe_error
+
+    conn = connect(tmp_path / "m.sqlite3")
+    with pytest.raises(ValueError, match="the disk filled up"), Transaction(conn):
+        conn.execute("ROLLBACK")  # as SQLite does on SQLITE_FULL
+        raise ValueError("the disk filled up")
+    assert not conn.in_transaction
+    conn.close()
+    line = describe_error(tmp_path / "m.sqlite3", Exception("database or disk is full"))
+    assert "the disk holding database" in line and "is full: free some space" in line

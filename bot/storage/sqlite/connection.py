@@ -84,6 +84,11 @@ def describe_error(path: Path | str, exc: BaseException) -> str:
         return f"database {path} is locked by another process; try again when it has finished"
     if "malformed" in lowered:
         return f"database {path} is damaged ({message}); restore it from a backup"
+    if "disk is full" in lowered or "no space" in lowered:
+        return (
+            f"the disk holding database {path} is full: free some space on it (or move DATABASE_PATH to a "
+            "larger disk) and run the same command again; nothing was changed"
+        )
     return f"database {path}: {message}"
 
 
@@ -164,8 +169,9 @@ class Transaction:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        elif self.conn.in_transaction:  # SQLite ends some failed transactions itself (a full disk)
+            with contextlib.suppress(*sqlite_errors()):  # the first error is the one to tell
+                self.conn.execute("ROLLBACK")
 
 
 class SqliteDatabase:
