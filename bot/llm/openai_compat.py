@@ -92,6 +92,13 @@ def endpoint_name(base_url: str) -> str:
     return "OpenAI" if not host or host == "api.openai.com" else host
 
 
+# How many answers in a row must ignore response_format before the schema goes into the instruction, and
+# after how many answers with it there response_format alone is tried again (an endpoint's model or
+# server may change under the same URL).
+IGNORED_EVIDENCE = 3
+STEP_UP_AFTER = 100
+
+
 class EmptyStream(MalformedAnswer):
     """A reply stream that ended before its first chunk."""
 
@@ -104,6 +111,8 @@ class Features:
     images: bool = True
     json_mode: str = "schema"  # one of JSON_MODES
     schema_in_prompt: bool = False  # also when the endpoint ignores response_format
+    ignored_in_a_row: int = 0  # answers that ignored response_format, since the last that followed it
+    answers_since_step_down: int = 0  # JSON answers since the schema went into the instruction
     stream_usage: bool = True
     send_dimensions: bool = False
 
@@ -222,7 +231,9 @@ class OpenAICompatClient(RetryingClient):
                 purpose, system, messages, schema, schema_text, limit, stop_early
             )
             try:
-                return await asyncio.to_thread(read_answer, schema, answer, self.provider)
+                read = await asyncio.to_thread(read_answer, schema, answer, self.provider)
+                self._note_followed_format()
+                return read
             except OffSchemaAnswer as exc:
                 self._note_ignored_format(exc)
                 messages += [
@@ -257,14 +268,34 @@ class OpenAICompatClient(RetryingClient):
         in the instruction from now on."""
         features = self.features
         ignored = "invalid JSON" in str(exc) or features.json_mode == "object_schema"
-        if ignored and not features.schema_in_prompt and features.json_mode != "prompt":
-            features.schema_in_prompt = True
-            log.warning(
-                "%s seems to ignore response_format (%s answered without JSON); the schema now goes in "
-                "the instruction",
-                self.provider,
-                self.memory_model,
-            )
+        if not ignored or features.schema_in_prompt or features.json_mode == "prompt":
+            return
+        features.ignored_in_a_row += 1
+        if features.ignored_in_a_row < IGNORED_EVIDENCE:  # one odd answer is no evidence of an endpoint
+            return
+        features.schema_in_prompt = True
+        features.answers_since_step_down = 0
+        log.warning(
+            "%s seems to ignore response_format (%s answered without JSON %d times in a row); the schema "
+            "now goes in the instruction, and response_format alone is tried again after %d answers",
+            self.provider,
+            self.memory_model,
+            features.ignored_in_a_row,
+            STEP_UP_AFTER,
+        )
+
+    def _note_followed_format(self) -> None:
+        """A JSON answer read well: the endpoint followed response_format (the evidence against it starts
+        over), or, while the schema is in the instruction, one more answer towards trying without it."""
+        features = self.features
+        if not features.schema_in_prompt:
+            features.ignored_in_a_row = 0
+            return
+        features.answers_since_step_down += 1
+        if features.answers_since_step_down >= STEP_UP_AFTER:
+            features.schema_in_prompt = False
+            features.ignored_in_a_row = 0
+            log.info("%s: trying response_format without the schema in the instruction again", self.provider)
 
     async def _json_answer(
         self,

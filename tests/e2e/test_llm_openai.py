@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from bot.app import open_models, open_store, probe_models, provider_name
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm.openai_compat import NO_IMAGE, NO_TOOLS, OpenAICompatClient, endpoint_name
+from bot.llm import openai_compat
+from bot.llm.openai_compat import IGNORED_EVIDENCE, NO_IMAGE, NO_TOOLS, OpenAICompatClient, endpoint_name
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
@@ -290,12 +291,19 @@ async def test_json_steps_down_to_json_mode_then_to_the_schema_in_the_instructio
 async def test_an_endpoint_ignoring_the_schema_beside_json_mode_gets_it_in_the_instruction(
     endpoint: Endpoint, client: OpenAICompatClient
 ) -> None:
-    """An endpoint may take `schema` beside JSON mode and ignore it: its first answer off the schema
-    (here a wrong type, not a missing field) puts the schema in the instruction from then on."""
+    """An endpoint may take `schema` beside JSON mode and ignore it: answers off the schema (here a wrong
+    type, not a missing field), IGNORED_EVIDENCE in a row, put the schema in the instruction from then on."""
     endpoint.refuses = {"json_schema"}
-    answers = iter(['{"owner": "Ana", "pets": "Miso"}', '{"owner": "Ana", "pets": ["Miso"]}'])
-    endpoint.answer = lambda body: next(answers, '{"owner": "Ana", "pets": []}')
-    assert (await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)).pets == ["Miso"]
+    wrong, right = '{"owner": "Ana", "pets": "Miso"}', '{"owner": "Ana", "pets": ["Miso"]}'
+    answers = iter([wrong, right] * IGNORED_EVIDENCE)  # each wrong answer, then its repair
+    endpoint.answer = lambda body: next(answers, right)
+    for n in range(IGNORED_EVIDENCE):
+        assert (await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)).pets == [
+            "Miso"
+        ]
+        assert client.features.schema_in_prompt == (
+            n == IGNORED_EVIDENCE - 1
+        )  # one odd answer is no evidence
     await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
     asked = [r for r in endpoint.requests if (r.get("response_format") or {}).get("type") == "json_object"]
     assert "JSON Schema" not in asked[0]["messages"][0]["content"]
@@ -345,17 +353,30 @@ async def test_an_answer_off_the_schema_gets_one_repair_with_the_error(
     await quick.aclose()
 
 
-async def test_an_endpoint_ignoring_response_format_gets_the_schema_in_the_instruction(
-    endpoint: Endpoint, client: OpenAICompatClient
+async def test_an_endpoint_ignoring_response_format_gets_the_schema_in_the_instruction_then_is_tried_again(
+    endpoint: Endpoint, client: OpenAICompatClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     endpoint.answer = lambda body: (
         '{"owner": "Bo", "pets": []}' if "JSON Schema" in json.dumps(body["messages"]) else "Bo has no pets."
     )
-    assert (await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)).owner == "Bo"
+    for _ in range(IGNORED_EVIDENCE):
+        assert (
+            await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+        ).owner == "Bo"
     assert client.features.schema_in_prompt
     endpoint.requests.clear()
     await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
     assert len(endpoint.requests) == 1 and "JSON Schema" in endpoint.requests[0]["messages"][0]["content"]
+    # The endpoint is fixed (a new server under the same URL): after STEP_UP_AFTER answers, response_format
+    # alone is tried again, and kept while it is followed.
+    monkeypatch.setattr(openai_compat, "STEP_UP_AFTER", 2)
+    endpoint.answer = lambda body: '{"owner": "Bo", "pets": []}'
+    await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+    assert not client.features.schema_in_prompt
+    endpoint.requests.clear()
+    await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
+    assert "JSON Schema" not in endpoint.requests[0]["messages"][0]["content"]
+    assert not client.features.schema_in_prompt
 
 
 async def test_chat_streams_text_with_usage_and_joins_turns(
