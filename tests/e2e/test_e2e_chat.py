@@ -806,3 +806,31 @@ async def test_a_partial_reply_whose_edits_keep_failing_never_keeps_its_writing_
 
         await eventually(settled, what="the marked part deleted", timeout=30)
         assert not any(m["content"].endswith(STREAMING_MARKER) for m in w.discord.bot_messages(w.general))
+
+
+@pytest.mark.usefixtures("world_model")
+async def test_a_lookup_with_a_5000_digit_id_still_gets_a_reply(tmp_path: Path) -> None:
+    """A model can be made to write absurd arguments: a search_memory call with a 5,000-digit id (as text
+    and as a number) is answered, and the reply arrives."""
+    async with world(tmp_path) as w:
+        await teach_alpha(w)
+        brain = w.brain
+
+        def odd_lookup(body: dict[str, Any]) -> str | list[dict[str, Any]]:
+            if not system_text(body).startswith("You are") or any(
+                "functionResponse" in p for c in body.get("contents", []) for p in c.get("parts") or []
+            ):
+                return brain(body) if not system_text(body).startswith("You are") else "I found nothing more."
+            args = {"person": "bob", "ids": "9" * 5000, "query": "x" * 20_000}
+            return [{"functionCall": {"name": "search_memory", "args": args}}]
+
+        w.gemini.generate_handler = odd_lookup
+        asked = await w.discord.send_message(
+            w.general, w.alice, "do you remember bob's job?", mention_bot=True
+        )
+        reply = await w.discord.wait_for_bot_message(
+            w.general,
+            lambda m: (m.get("message_reference") or {}).get("message_id") == asked["id"],
+            timeout=15,
+        )
+        assert "I found nothing more." in reply["content"]
