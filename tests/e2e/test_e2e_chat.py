@@ -834,3 +834,22 @@ async def test_a_lookup_with_a_5000_digit_id_still_gets_a_reply(tmp_path: Path) 
             timeout=15,
         )
         assert "I found nothing more." in reply["content"]
+
+
+@pytest.mark.usefixtures("world_model")
+async def test_the_admin_log_names_the_provider_in_use_never_gemini_on_another(tmp_path: Path) -> None:
+    async with world(tmp_path) as w:
+        log_channel = w.alpha.channels["bot-log"]
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(log_channel))
+        w.gemini.fail_next(500, count=10, kind="stream" if w.provider == "openai" else "generate")
+        w.gemini.fail_next(500, count=10, kind="generate")
+        await w.say(w.general, w.alice, "I live in Lisbon")
+        with pytest.raises(ModelError):
+            await w.bot.memory.flush_channel(str(w.general))
+        named = "Gemini" if w.provider == "gemini" else "127.0.0.1"
+        posted = await w.discord.wait_for_bot_message(
+            log_channel, predicate=lambda m: "extract failed" in m["content"], timeout=10
+        )
+        assert named in posted["content"]
+        if w.provider == "openai":
+            assert "Gemini" not in "\n".join(m["content"] for m in w.discord.bot_messages(log_channel))
