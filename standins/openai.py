@@ -339,7 +339,9 @@ class OpenAIStandIn(LocalServer):
             await self._release.wait()
             return _error(503, "stand-in stopped while hanging")
         if fault is not None and fault.action == "html":  # a proxy's or a login page, with status 200
-            return web.Response(status=200, text="<html><body>Please sign in</body></html>", content_type="text/html")
+            return web.Response(
+                status=200, text="<html><body>Please sign in</body></html>", content_type="text/html"
+            )
         try:
             if kind == "embed":
                 return self._embed(model, body, malformed=fault is not None)
