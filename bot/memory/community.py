@@ -56,6 +56,7 @@ MIN_COMMUNITY_WORDS = 3  # "brb, coffee" says nothing lasting about a server
 MOMENT_WORDS = frozenset("today tonight brb afk lol lmao rn atm weather".split())
 MAX_POINTS_PER_EPISODE = 12
 MAX_POINT_CHARS = 300
+MAX_SUMMARY_CHARS = 1500  # of an episode's points written as lines, as a flush makes one
 GROUNDED_SHARE = 1 / 2  # of a proposed text's words, in the one line kept in its place
 # Words any summary of a conversation uses without anyone saying them: they add nothing to what was said.
 SUMMARY_WORDS = stems(
@@ -384,9 +385,6 @@ def _episodes(
             )
         )
     return episodes
-
-
-MAX_SUMMARY_CHARS = 1500
 
 
 def _fitting(points: list[NewPoint]) -> list[NewPoint]:
