@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.memory.models import COMMUNITY_ID, NewFact
+from bot.memory.models import COMMUNITY_ID, Episode, Fact, NewFact
 from bot.memory.prompts import EXTRACT_TASK
 from standins.brain import FakeBrain, extract, last_user_text, read_chunk, system_text
 from tests.e2e.test_e2e_community_commands import admin, backend, click, log_lines, recap, scope
@@ -235,17 +235,24 @@ async def test_deleting_a_repeat_keeps_the_community_fact_whose_words_are_anothe
         await eventually(unlinked, what="the repeat unlinked and the fact kept")
 
 
+async def two_members_points(w: World) -> tuple[Fact, Episode]:
+    """Alice's decision and Bob's note in one flush, with the admin log on: the community fact made of
+    Alice's line, and the episode holding both their points."""
+    await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
+    gullible(w)
+    await w.say(w.general, w.alice, "Game night moves to Fridays at eight")
+    await w.say(w.general, w.bob, "The raid roster is posted in the pinned message")
+    await w.flush()
+    [night] = [f for f in await w.bot.memory.list_facts(scope(w), COMMUNITY_ID) if "Game night" in f.text]
+    [episode] = await w.bot.memory.list_episodes(scope(w))
+    return night, episode
+
+
 async def test_forgetting_a_community_fact_keeps_the_other_members_points_and_says_what_went(
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
-        gullible(w)
-        await w.say(w.general, w.alice, "Game night moves to Fridays at eight")
-        await w.say(w.general, w.bob, "The raid roster is posted in the pinned message")
-        await w.flush()
-        [night] = [f for f in await w.bot.memory.list_facts(scope(w), COMMUNITY_ID) if "Game night" in f.text]
-        [episode] = await w.bot.memory.list_episodes(scope(w))
+        night, episode = await two_members_points(w)
         assert len(episode.points) == 2
 
         inter, question = await admin(w, w.alice, "community", "forget", fact=night.id)
@@ -347,13 +354,7 @@ async def test_correcting_a_community_fact_keeps_the_other_members_points_and_sa
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
-        gullible(w)
-        await w.say(w.general, w.alice, "Game night moves to Fridays at eight")
-        await w.say(w.general, w.bob, "The raid roster is posted in the pinned message")
-        await w.flush()
-        [night] = [f for f in await w.bot.memory.list_facts(scope(w), COMMUNITY_ID) if "Game night" in f.text]
-        [episode] = await w.bot.memory.list_episodes(scope(w))
+        night, episode = await two_members_points(w)
 
         opened, form = await admin(w, w.alice, "community", "correct", fact=night.id)
         assert form["type"] == 9

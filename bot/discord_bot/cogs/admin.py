@@ -145,6 +145,13 @@ class Admin(commands.Cog, name="admin"):
 
         await answer(interaction, apply())
 
+    def visible_of(
+        self, interaction: discord.Interaction, user: discord.abc.User
+    ) -> Callable[[Fact], bool] | None:
+        """Which of `user`'s facts the admin may see, on every list and autocomplete: their own whole
+        (None), someone else's without sensitive facts or what was said where they cannot read."""
+        return None if user.id == interaction.user.id else readable_by(self.bot, interaction)
+
     @admin_group.command(name="facts", description="See what the bot remembers about a member")
     @app_commands.describe(user="Whose facts to show")
     async def facts(self, interaction: discord.Interaction, user: discord.User) -> None:
@@ -157,7 +164,7 @@ class Admin(commands.Cog, name="admin"):
             subject_id=str(user.id),
             heading=f"What I remember about {name} in this server",
             empty=f"I don't remember anything about {name} in this server.",
-            visible=None if user.id == interaction.user.id else readable_by(self.bot, interaction),
+            visible=self.visible_of(interaction, user),
         ).send()
 
     @admin_group.command(name="forget", description="Forget one fact about a member, or everything")
@@ -191,9 +198,7 @@ class Admin(commands.Cog, name="admin"):
         user = getattr(interaction.namespace, "user", None)
         if user is None or interaction.guild_id is None or not interaction.permissions.manage_guild:
             return []
-        # Shown to the admin as they type: what they may see of someone else's, as /facts shows it (no
-        # sensitive fact, nothing said where they cannot read); their own, whole.
-        visible = None if user.id == interaction.user.id else readable_by(self.bot, interaction)
+        visible = self.visible_of(interaction, user)  # as the admin types: what /facts would show them
         return await fact_choices(
             self.bot.memory, guild_scope(guild_id(interaction)), user.id, current, visible
         )
