@@ -18,6 +18,7 @@ from bot.config import GEMINI_DISTANCES, Settings, distance_cuts
 from bot.llm.gemini import GeminiClient
 from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
 from bot.llm.prompts import REMEMBER_TOOL
+from bot.llm.schedule import EndpointGate, serves_one_at_a_time
 from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
 from bot.memory.extract import ENUMERATE, SELECT
@@ -130,7 +131,8 @@ class Models:
 
 def open_models(settings: Settings, *, max_retries: int | None = None) -> Models:
     """The clients of the settings' providers: MODEL_PROVIDER's chats, extracts and consolidates,
-    EMBEDDING_PROVIDER's embeds (one client when they are the same), all counting in one `Usage`.
+    EMBEDDING_PROVIDER's embeds (one client when they are the same), all counting in one `Usage`, and
+    taking turns at one `EndpointGate` per endpoint (MODEL_CONCURRENCY calls at once, replies first).
     `max_retries` overrides their retry budget."""
     usage = Usage()
     chat = _client(settings, settings.model_provider, usage)
@@ -139,6 +141,12 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     if settings.embeddings_provider != settings.model_provider or elsewhere:
         embedder = _client(settings, settings.embeddings_provider, usage, part="embeddings")
     clients = (chat,) if embedder is chat else (chat, embedder)
+    gates: dict[str, EndpointGate] = {}
+    for client in clients:  # one gate per endpoint: the embedder may be the chat's server too
+        slots = settings.model_concurrency
+        if slots is None:
+            slots = 1 if serves_one_at_a_time(client.base_url) else 0
+        client.gate = gates.setdefault(client.where, EndpointGate(slots))
     if max_retries is not None:
         for client in clients:
             client.max_retries = max_retries

@@ -84,6 +84,9 @@ class Settings:
     openai_images: str = "auto"  # the same for images in the chat
     # auto (schema, then object_schema, object and prompt as refused), or one of those
     openai_json: str = "auto"
+    # Model calls in flight at once at one endpoint, replies first (bot/llm/schedule.py); None (auto): 1 for
+    # a server on this machine or network (llama-cpp-python's serves one at a time), no limit otherwise
+    model_concurrency: int | None = None
     database_path: Path = Path("data/memory.sqlite3")
     database_url: str = ""  # postgresql://...: PostgreSQL instead of the SQLite file (may hold a password)
     memory_flush_quiet_seconds: float = 60.0
@@ -268,6 +271,10 @@ def _non_negative_float(raw: str) -> float:
     return value
 
 
+def _concurrency(raw: str) -> int | None:
+    return None if raw.strip().lower() == "auto" else _non_negative_int(raw)
+
+
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if not value > 0:
@@ -357,6 +364,7 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
         _choice("auto", "schema", "object_schema", "object", "prompt"),
         "one of auto, schema, object_schema, object, prompt",
     ),
+    "model_concurrency": (_concurrency, "auto, or a whole number of calls such as 1 (0: no limit)"),
     "embedding_dimensions": (_positive_int, "a positive integer such as 768"),
     "gemini_timeout_seconds": (_non_negative_float, "a number of seconds such as 30"),
     "gemini_max_retries": (_non_negative_int, "a whole number of retries such as 4 (0: no retries)"),

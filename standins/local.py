@@ -159,6 +159,9 @@ class LocalServer:
             for index, event in enumerate(events):
                 if index and self.stream_chunk_delay:
                     await self._pause(self.stream_chunk_delay)
+                if index and self._cut_short():  # as llama-cpp-python's server: the end, said as such
+                    await response.write(b"data: [DONE]\n\n")
+                    break
                 await response.write(event.encode())
             if not complete and request.transport is not None:
                 request.transport.abort()
@@ -167,6 +170,10 @@ class LocalServer:
         except ConnectionError:  # the client gave up mid-stream (e.g. its timeout); nothing left to do
             pass
         return response
+
+    def _cut_short(self) -> bool:
+        """Whether to end the stream being sent here and now (a stand-in that interrupts says so)."""
+        return False
 
     async def _pause(self, seconds: float) -> None:
         """Sleep, but wake at once when the stand-in stops, so shutdown never waits on a slow answer."""

@@ -16,13 +16,15 @@ knows a memory task by the marker that starts the system messages: a schema the 
 instruction goes after it). Switches make
 it act like an endpoint that does less (`ignores_response_format`, `rejects_json_schema`, `no_tools`,
 `no_images`; `like_llama_cpp`: all that llama-cpp-python's server does differently), and tests queue
-faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and `malformed_next`. Requests are
+faults with `fail_next`, `hang_next`, `break_next`, `filter_next` and `malformed_next`. With
+`one_at_a_time` (and `interrupts`, `seconds_per_prompt_token`) it serves as a local server on a CPU does. Requests are
 recorded as sent (`requests`, `kind` "chat", "stream", "embed" or "models").
 """
 
 from __future__ import annotations
 
 import array
+import asyncio
 import base64
 import json
 import math
@@ -285,6 +287,16 @@ class OpenAIStandIn(LocalServer):
         # message with image parts fails its chat template (a 500, and a stream that ends before its first
         # event); tools are taken and never called; a stream carries no usage.
         self.like_llama_cpp = like_llama_cpp
+        # A server that answers one request at a time (llama-cpp-python's): requests wait their turn, and
+        # reading a prompt takes `seconds_per_prompt_token` (a CPU's pace) before the answer starts.
+        self.one_at_a_time = False
+        self.seconds_per_prompt_token = 0.0
+        # ... and, as its `interrupt_requests` default does, ends the stream it is sending (a bare
+        # `[DONE]`, no finish reason) as soon as another request waits; `interrupted` counts them.
+        self.interrupts = False
+        self.interrupted = 0
+        self._turn = asyncio.Lock()
+        self._queued = 0
         self.generate_handler: GenerateHandler = _default_generate
         self.embed_handler: EmbedHandler = hashed_embedding
         self.stream_chunk_size = 40
@@ -345,9 +357,26 @@ class OpenAIStandIn(LocalServer):
         try:
             if kind == "embed":
                 return self._embed(model, body, malformed=fault is not None)
-            return await self._chat(request, kind, model, body, fault)
+            if not self.one_at_a_time:
+                return await self._chat(request, kind, model, body, fault)
+            self._queued += 1
+            try:
+                await self._turn.acquire()
+            finally:
+                self._queued -= 1
+            try:
+                await self._pause(self.seconds_per_prompt_token * prompt_tokens(gemini_body(body), 0))
+                return await self._chat(request, kind, model, body, fault)
+            finally:
+                self._turn.release()
         except Refused as refused:
             return _error(refused.status, str(refused))
+
+    def _cut_short(self) -> bool:
+        if self.interrupts and self._queued:
+            self.interrupted += 1
+            return True
+        return False
 
     def _denied(self, authorization: str) -> str | None:
         """Why a request's key is refused, in OpenAI's words, or None (also when the stand-in has no key)."""

@@ -24,6 +24,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from bot.llm.answers import MalformedAnswer, checked_vectors, normalised, read_answer
+from bot.llm.pace import MAX_DEADLINE_SECONDS
 from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
@@ -112,7 +113,9 @@ class GeminiClient(RetryingClient):
         if not api_key.strip():
             raise ModelError("GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)")
         self._closed = False
-        timeout_ms = math.ceil(timeout_seconds * 1000) if timeout_seconds > 0 else None
+        # The deadlines are the bot's own (`_timed`, per chunk of a stream), which a slow endpoint's pace
+        # stretches: the library's only stops a request nothing else would.
+        timeout_ms = math.ceil(MAX_DEADLINE_SECONDS * 1000) if timeout_seconds > 0 else None
         self._client = genai.Client(
             api_key=api_key,
             vertexai=False,
@@ -122,10 +125,6 @@ class GeminiClient(RetryingClient):
                 retry_options=types.HttpRetryOptions(attempts=1),
             ),
         )
-        # A streamed reply may legitimately take longer than one request's timeout; the deadline that matters
-        # there is the gap between chunks, which chat_stream enforces itself.
-        stream_ms = max(10 * timeout_ms, 300_000) if timeout_ms else None
-        self._stream_http_options = types.HttpOptions(timeout=stream_ms)
 
     @classmethod
     def from_settings(cls, settings: Settings, usage: Usage | None = None) -> GeminiClient:
@@ -213,7 +212,7 @@ class GeminiClient(RetryingClient):
                 batch = [list(e.values or []) for e in response.embeddings or []]
                 return checked_vectors(batch, len(chunk), self.provider)
 
-            batch = await self._with_retries(Purpose.EMBED, attempt)
+            batch = await self._with_retries(Purpose.EMBED, attempt, foreground=task == "query")
             for values in batch:
                 # gemini-embedding-001 is Matryoshka-trained: a longer vector cut to its first N values (then
                 # normalised) is what output_dimensionality gives, so an endpoint that ignores it still works.
@@ -245,7 +244,6 @@ class GeminiClient(RetryingClient):
         config = types.GenerateContentConfig(
             system_instruction=system or None,
             automatic_function_calling=_NO_AFC,
-            http_options=self._stream_http_options,
             tools=[_tool(tools)] if tools else None,
             # The reply's limit and room to think first (THINKING_TOKENS): the reply itself is bounded again
             # by the reply use case, at CHAT_MAX_OUTPUT_TOKENS' characters.
@@ -260,7 +258,7 @@ class GeminiClient(RetryingClient):
             cut = False
             stream: Any = None
             try:
-                async with self._deadline():
+                async with self._timed(Purpose.CHAT):
                     stream = await self._client.aio.models.generate_content_stream(
                         model=self.chat_model, contents=contents, config=config
                     )

@@ -42,6 +42,7 @@ from bot.llm.answers import (
     plain_schema,
     read_answer,
 )
+from bot.llm.pace import MAX_DEADLINE_SECONDS
 from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
 from bot.memory.ports import (
@@ -170,8 +171,9 @@ class OpenAICompatClient(RetryingClient):
         self.switched_off = {name for name, on in (("tools", tools), ("images", images)) if not on}
         for name in sorted(self.switched_off):
             log.info("OPENAI_%s=off: the chat model gets no %s", name.upper(), name)
-        # A streamed reply may take longer than one request's timeout; its deadline is between chunks.
-        http_timeout = max(10 * timeout_seconds, 300.0) if timeout_seconds > 0 else None
+        # The deadlines are the bot's own (`_timed`, per chunk of a stream), which a slow endpoint's pace
+        # stretches: the library's only stops a request nothing else would.
+        http_timeout = MAX_DEADLINE_SECONDS if timeout_seconds > 0 else None
         self._client = openai.AsyncOpenAI(
             api_key=api_key or "none",  # a local server wants no key; the library wants some text
             base_url=self.base_url or None,
@@ -431,7 +433,7 @@ class OpenAICompatClient(RetryingClient):
             async def attempt(chunk: list[str] = chunk) -> list[list[float]]:
                 return await self._embed_batch(chunk)
 
-            batch = await self._with_retries(Purpose.EMBED, attempt)
+            batch = await self._with_retries(Purpose.EMBED, attempt, foreground=task == "query")
             vectors += [normalised(v) for v in batch]
             self.usage.add(Purpose.EMBED, embedded_texts=len(chunk))
         return vectors
@@ -567,7 +569,7 @@ class OpenAICompatClient(RetryingClient):
                 thinking = THINKING_TOKENS if self.provider == "OpenAI" else 0
                 options.update(self._token_limit(self.chat_max_tokens + thinking))
             try:
-                async with self._deadline():
+                async with self._timed(Purpose.CHAT):  # a local server reads the prompt before answering
                     return await self._client.chat.completions.create(
                         model=self.chat_model,
                         messages=messages_of(instruction, turns, images=features.images),

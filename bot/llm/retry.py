@@ -2,7 +2,9 @@
 
 Exponential backoff with full jitter, the server's hint when it gives one (capped), a hard per-attempt
 deadline (a hung server must not hang the bot), per-purpose usage counters, and failures turned into the
-ports' errors (`ModelError` saying whether a retry can help). An adapter subclasses `RetryingClient`
+ports' errors (`ModelError` saying whether a retry can help). Each attempt takes its turn at the endpoint's
+`EndpointGate` (a reply before learning) and its deadline from the endpoint's `Pace` (what its recent
+calls took). An adapter subclasses `RetryingClient`
 and supplies what is its provider's: which of its SDK's errors are API errors and what they mean
 (`_api_error`), and where a retry hint is (`_retry_hint`). Error messages never contain the API key.
 """
@@ -23,6 +25,8 @@ import aiohttp
 
 from bot.gist import first_line
 from bot.llm.answers import MalformedAnswer, OffSchemaAnswer
+from bot.llm.pace import Pace
+from bot.llm.schedule import EndpointGate
 from bot.llm.usage import Usage
 from bot.memory.ports import ModelBadAnswer, ModelError, ModelKeyRejected, ModelRefusal, Purpose
 
@@ -63,6 +67,8 @@ class RetryingClient:
         usage: Usage | None,
     ) -> None:
         self.timeout_seconds = timeout_seconds  # 0 means no deadline
+        self.pace = Pace(timeout_seconds)
+        self.gate = EndpointGate()  # no limit; the composition root shares a limited one per endpoint
         self.max_retries = max(0, max_retries)
         self.backoff_base_seconds = backoff_base_seconds
         self.backoff_max_seconds = backoff_max_seconds
@@ -86,28 +92,40 @@ class RetryingClient:
 
     # ---- the loop ---------------------------------------------------------------------------------------
 
-    async def _with_retries(self, purpose: Purpose, attempt: Callable[[], Awaitable[R]]) -> R:
-        """Run `attempt` under the per-attempt deadline, retrying transient failures within the budget."""
+    async def _with_retries(
+        self, purpose: Purpose, attempt: Callable[[], Awaitable[R]], *, foreground: bool | None = None
+    ) -> R:
+        """Run `attempt` under its deadline, retrying transient failures within the budget."""
 
         async def once() -> AsyncGenerator[R, None]:
-            async with self._deadline():
+            async with self._timed(purpose):
                 result = await attempt()
             yield result
 
-        [result] = [r async for r in self._retrying(purpose, once)]
+        [result] = [r async for r in self._retrying(purpose, once, foreground=foreground)]
         return result
 
     async def _retrying(
-        self, purpose: Purpose, attempt: Callable[[], AsyncGenerator[R, None]]
+        self,
+        purpose: Purpose,
+        attempt: Callable[[], AsyncGenerator[R, None]],
+        *,
+        foreground: bool | None = None,
     ) -> AsyncGenerator[R, None]:
         """The one retry loop: yield what `attempt()` yields, trying again on a transient failure while
         nothing has been yielded (a retry after that would repeat what the caller already showed), with
-        backoff or the server's hint, within the retry budget. A refusal is never retried."""
+        backoff or the server's hint, within the retry budget. A refusal is never retried. Each attempt
+        holds a turn at the endpoint's gate: in the foreground for a reply (`foreground` None: whether
+        `purpose` is the chat), else behind every reply."""
+        ahead = purpose is Purpose.CHAT if foreground is None else foreground
         tries = 0
         while True:
             yielded = False
             try:
-                async with contextlib.aclosing(attempt()) as items:  # a reader stopping early closes it
+                async with (
+                    self.gate.turn(foreground=ahead),
+                    contextlib.aclosing(attempt()) as items,  # a reader stopping early closes it
+                ):
                     async for item in items:
                         yielded = True
                         yield item
@@ -136,10 +154,32 @@ class RetryingClient:
             retryable=error.retryable,
         )
 
-    def _deadline(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        if self.timeout_seconds > 0:
-            return asyncio.timeout(self.timeout_seconds)
+    def _deadline(self, seconds: float | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
+        """`seconds` (default: the setting) as a deadline; none when the setting is 0."""
+        limit = self.timeout_seconds if seconds is None else seconds
+        if self.timeout_seconds > 0 and limit > 0:
+            return asyncio.timeout(limit)
         return contextlib.nullcontext()
+
+    @contextlib.asynccontextmanager
+    async def _timed(self, purpose: Purpose) -> AsyncIterator[None]:
+        """The body under the deadline the endpoint's pace gives `purpose`, its time recorded (a body that
+        ran out of time counts as having taken the whole deadline, so the next call gets longer)."""
+        deadline = self.pace.deadline(purpose)
+        started = time.monotonic()
+        try:
+            async with self._deadline(deadline):
+                yield
+        except TimeoutError:
+            if deadline is not None:
+                self.pace.took(purpose, deadline)
+            raise ModelError(
+                f"{self.provider} did not answer within {deadline or 0:.4g}s ({purpose.value}, "
+                f"{self._model_for(purpose)})",
+                purpose=purpose,
+                retryable=True,
+            ) from None
+        self.pace.took(purpose, time.monotonic() - started)
 
     async def _pause_before_retry(
         self, purpose: Purpose, error: ModelError, exc: BaseException, tries: int
@@ -226,14 +266,23 @@ class RetryingClient:
             text = f"{self.provider} rejected the {purpose.value} request [{detail}]"
         return ModelError(text, purpose=purpose, status=status, retryable=status in RETRYABLE_STATUS)
 
-    async def _within_deadline(self, stream: AsyncIterator[R]) -> AsyncGenerator[R, None]:
-        """A stream's items, each within the per-attempt deadline (a stall between chunks is a timeout)."""
+    async def _within_deadline(
+        self, stream: AsyncIterator[R], purpose: Purpose = Purpose.CHAT
+    ) -> AsyncGenerator[R, None]:
+        """A stream's items: the first within the pace's deadline (the server reads the prompt before it
+        writes), each later one within the setting (a stall between chunks is a timeout)."""
+        first = True
         while True:
             try:
-                async with self._deadline():
-                    item = await anext(stream)
+                if first:
+                    async with self._timed(purpose):
+                        item = await anext(stream)
+                else:
+                    async with self._deadline():
+                        item = await anext(stream)
             except StopAsyncIteration:
                 return
+            first = False
             yield item
 
     def _unreachable(self, purpose: Purpose, exc: BaseException) -> ModelError:

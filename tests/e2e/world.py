@@ -168,10 +168,9 @@ async def world(tmp_path: Path, **overrides: Any) -> AsyncIterator[World]:
         settings = make_settings(
             tmp_path,
             database,
-            **model_settings(gemini),
             discord_api_base_url=discord_standin.api_base,
             discord_gateway_url=discord_standin.gateway_url,
-            **overrides,
+            **{**model_settings(gemini), **overrides},  # a test may change the model's settings too
         )
         bot = MemoryBot(settings)
         bot.admin_log.interval = 0.2

@@ -8,7 +8,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import discord
@@ -40,6 +40,8 @@ from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions
 log = logging.getLogger(__name__)
 
 EDIT_INTERVAL_SECONDS = 1.5
+SLOW_REPLY_SECONDS = 15.0  # no word of an answer by then: the member is told it is on its way
+SLOW_REPLY_NOTE = "The model is slow right now; your answer is on its way."
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
 KEY_REJECTED_LOG = (
@@ -383,7 +385,8 @@ class Chat(commands.Cog):
                 # memory (opted out, !nomem), the reply is kept out too.
                 remember = remember and not any(self.kept_out(m) for m in messages)
                 shown = Streamed(self, message, sent, remember=remember)
-                answer = await self.replier.reply(self.request(message, messages), shown)
+                async with shown.saying_when_slow():
+                    answer = await self.replier.reply(self.request(message, messages), shown)
             if answer.calls:  # the bot answers an explicit request in its own words, not the model's
                 await self.use_tools(message, sent, answer.calls)
                 return
@@ -582,11 +585,13 @@ class Streamed:
         self.remember = remember
         self.text = ""
         self.last_sync = 0.0
+        self._showing = asyncio.Lock()  # the slow-answer note and the stream never send at once
 
     async def add(self, piece: str) -> None:
         # A new piece means the text so far is not the end: shown with the marker.
         if not looks_blank(self.text) and time.monotonic() - self.last_sync >= EDIT_INTERVAL_SECONDS:
-            await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=False)
+            async with self._showing:
+                await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=False)
             self.last_sync = time.monotonic()
         self.text += piece
 
@@ -594,7 +599,35 @@ class Streamed:
         """Show the whole text without the marker."""
         if self.sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
             await asyncio.sleep(max(0.0, self.last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-        await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=True)
+        async with self._showing:
+            await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=True)
+
+    @contextlib.asynccontextmanager
+    async def saying_when_slow(self) -> AsyncIterator[None]:
+        """While the body runs: once SLOW_REPLY_SECONDS pass without a word of the answer (a model on a
+        CPU reads a long prompt first, or waits for the one call ahead of it), the member is told the
+        answer is coming, in the message the answer then takes over."""
+        noted = asyncio.Event()
+
+        async def note() -> None:
+            await asyncio.sleep(SLOW_REPLY_SECONDS)
+            noted.set()
+            async with self._showing:
+                if not self.sent and looks_blank(self.text):
+                    await self.chat.show(
+                        self.trigger, self.sent, SLOW_REPLY_NOTE, remember=False, final=False
+                    )
+                    self.last_sync = time.monotonic()
+
+        task = asyncio.create_task(note())
+        try:
+            yield
+        finally:
+            if noted.is_set():  # sending: let it finish, or its message would be lost to the answer
+                with contextlib.suppress(Exception):
+                    await task
+            else:
+                task.cancel()
 
 
 async def setup(bot: MemoryBot) -> None:
