@@ -6,6 +6,7 @@
     GEMINI_BASE_URL=http://127.0.0.1:8765 GEMINI_API_KEY=x python -m bench.quality
     GEMINI_API_KEY=... python -m bench.quality          # real Gemini (no base URL)
     MODEL_PROVIDER=openai OPENAI_BASE_URL=... python -m bench.quality   # any provider, set as for the bot
+    python -m bench.quality --llama-server --script b   # any of these on script b: another chat
 
 Two parts, both through the bot's own code and model clients (`app.open_models`), on any provider the
 bot takes; the model settings (MODEL_PROVIDER, OPENAI_*, EMBEDDING_*, GEMINI_*, CHAT_MODEL, MEMORY_MODEL)
@@ -30,6 +31,12 @@ come from the environment as the bot reads them, everything else is the bot's de
    a flush would send them. A decision is right when it is the expected one with the expected target
    (ADD counts as KEEP).
 
+`--script b` runs both parts on `bench/quality_script_b.py` instead: another chat (150 messages of 6
+people, 42 self-statements, 19 expected changes, traps that include jokes and talk about the talk) and
+its own perfect inputs, written apart from the bot's rules so that they are measured on a chat they were
+not tuned on. Its result files carry `_b` (quality_b.json, quality_llama_server_b.partial.json, ...) and
+say `"script": "b"`, which `--rescore` reads; the figures above are script a's.
+
 Per generate call: seconds (wall clock at the client) and tokens (the answer's usage); per 100
 messages: generate calls and embedding requests. Writes bench/results/quality.json
 (`quality_llama_server.json` with --llama-server; `.partial.json` for --quick, which runs the first two
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import re
@@ -52,23 +60,12 @@ import time
 from collections import Counter
 from dataclasses import fields, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from bench import quality_script
 from bench.common import CACHE, ROOT, machine, table, write_json
-from bench.quality_script import (
-    CHANNEL,
-    PEOPLE,
-    PERFECT_CASES,
-    PHASE,
-    PHASES,
-    SCOPE,
-    Case,
-    Truth,
-    fold,
-    matches,
-    messages,
-    script,
-)
+from bench.quality_script import Case, Truth, fold, matches
 from bot.app import Models, extraction_mode, open_memory, open_models, open_store
 from bot.config import Settings, load_settings
 from bot.memory.consolidate import Consolidator, cosine_distance
@@ -77,9 +74,21 @@ from bot.memory.ports import Purpose
 from bot.storage import Store
 
 DECIDE_GROUP = 5
+SCRIPTS = {"a": "bench.quality_script", "b": "bench.quality_script_b"}
+# The chat, its truth and the perfect cases in use (--script): a, bench/quality_script.py, the chat the
+# rules were tuned on; b, bench/quality_script_b.py, one written apart from them. Both have the same names.
+SCRIPT: ModuleType = quality_script
 FIRST_PERSON = re.compile(r"(?:^|\s)(?:i|i'm|i've|my|me)\b")
 SECRET_KINDS = ("secret",)
 WRONG_PERSON_KINDS = ("gossip", "bot")
+NOT_FACT_KINDS = ("question", "mood", "hypothetical", "joke", "meta")  # joke, meta: script b's
+
+
+def use_script(name: str) -> ModuleType:
+    """Make script `name` (a or b) the one the run, the scores and the report read."""
+    global SCRIPT
+    SCRIPT = importlib.import_module(SCRIPTS[name])
+    return SCRIPT
 
 
 # ---- the endpoint -----------------------------------------------------------------------------------------
@@ -290,8 +299,8 @@ class Recorder:
 
 
 async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdir: Path) -> dict[str, Any]:
-    lines = script(phases)
-    batch = messages(lines)
+    lines = SCRIPT.script(phases)
+    batch = SCRIPT.messages(lines)
     settings = settings_for(endpoint, workdir / "chat.sqlite3", timeout)
     models = open_models(settings)
     service = await open_memory(settings, models)
@@ -312,21 +321,21 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
     service.consolidator.run = run  # type: ignore[method-assign]
     await service.start()
     flushes: list[dict[str, Any]] = []
-    for start in range(0, len(batch), PHASE):
-        for message in batch[start : start + PHASE]:
-            service.capture(message, guild_id=SCOPE.split(":")[1])
+    for start in range(0, len(batch), SCRIPT.PHASE):
+        for message in batch[start : start + SCRIPT.PHASE]:
+            service.capture(message, guild_id=SCRIPT.SCOPE.split(":")[1])
         await service.capture_buffer.wait_written()
         began = time.perf_counter()
         calls_before = len(recorder.calls)
         error = None
         try:
-            await service.flush_now(CHANNEL)
+            await service.flush_now(SCRIPT.CHANNEL)
         except Exception as exc:  # the messages stay buffered; the run goes on and says so
             error = f"{type(exc).__name__}: {exc}"
         calls = recorder.calls[calls_before:]
         flushes.append(
             {
-                "messages": f"{start}-{start + PHASE - 1}",
+                "messages": f"{start}-{start + SCRIPT.PHASE - 1}",
                 "seconds": round(time.perf_counter() - began, 2),
                 "extract_seconds": round(sum(c["seconds"] for c in calls if c["purpose"] == "extract"), 2),
                 "generate_calls": len(calls),
@@ -334,13 +343,13 @@ async def run_chat(endpoint: str | Settings, phases: int, timeout: float, workdi
             }
         )
         print(
-            f"  flush of messages {start}-{start + PHASE - 1}: {flushes[-1]['seconds']} s"
+            f"  flush of messages {start}-{start + SCRIPT.PHASE - 1}: {flushes[-1]['seconds']} s"
             + (f", {error}" if error else ""),
             flush=True,
         )
     facts: dict[str, list[Fact]] = {}
     for uid in {m.author_id for m in batch if not m.is_bot}:
-        facts[uid] = await service.store.call(Store.list_facts, SCOPE, uid, all_statuses=True)
+        facts[uid] = await service.store.call(Store.list_facts, SCRIPT.SCOPE, uid, all_statuses=True)
     usage = models.usage.snapshot()
     pending = await service.store.call(Store.count_pending)
     await service.close()
@@ -417,12 +426,13 @@ def score_chat(run: dict[str, Any]) -> dict[str, Any]:
 
     raw_classes: Counter[str] = Counter()
     for r in run["raw_proposals"]:
-        person = PEOPLE.get(r["user_id"]) or names.get(r["user_id"])
+        person = SCRIPT.PEOPLE.get(r["user_id"]) or names.get(r["user_id"])
         raw_classes["unknown_user" if person is None else classify(person, r["text"], truth)[0]] += 1
 
     # the final memory
     active: dict[str, list[str]] = {
-        PEOPLE[uid]: [f["text"] for f in fs if f["status"] == "active"] for uid, fs in run["final"].items()
+        SCRIPT.PEOPLE[uid]: [f["text"] for f in fs if f["status"] == "active"]
+        for uid, fs in run["final"].items()
     }
 
     def says(person: str, fid: str, unless: str | None = None) -> list[str]:
@@ -510,7 +520,7 @@ async def run_perfect(
     known_texts = [(i, j, t) for i, case in enumerate(cases) for j, t in enumerate(case.known)]
     vectors = await models.embedder.embed([t for _, _, t in known_texts], "document")
     known = [
-        NewFact(SCOPE, str(8000 + i), cases[i].name, t, [], embedding=v)
+        NewFact(SCRIPT.SCOPE, str(8000 + i), cases[i].name, t, [], embedding=v)
         for (i, _, t), v in zip(known_texts, vectors, strict=True)
     ]
     ids = await store.call(Store.add_facts, known)
@@ -521,7 +531,7 @@ async def run_perfect(
     results = []
     for start in range(0, len(cases), DECIDE_GROUP):
         group = list(range(start, min(start + DECIDE_GROUP, len(cases))))
-        new = [NewFact(SCOPE, str(8000 + i), cases[i].name, cases[i].new, [f"m{i}"]) for i in group]
+        new = [NewFact(SCRIPT.SCOPE, str(8000 + i), cases[i].name, cases[i].new, [f"m{i}"]) for i in group]
         changes = await consolidator.run(new)
         by_user = {c.user_id: c for c in changes}
         for i, fact in zip(group, new, strict=True):
@@ -630,7 +640,8 @@ def report(results: dict[str, Any]) -> None:
         s = chat["score"]
         c = s["classes"]
         print(
-            f"\nChat: {chat['messages']} messages, 5 people, {len(chat['flushes'])} flushes ({results['endpoint']})"
+            f"\nChat: {chat['messages']} messages, {len(SCRIPT.PEOPLE)} people, {len(chat['flushes'])} flushes "
+            f"(script {results.get('script', 'a')}, {results['endpoint']})"
         )
         print(
             table(
@@ -655,8 +666,8 @@ def report(results: dict[str, Any]) -> None:
                         pct(s["wrong_person"], s["proposed"]),
                     ],
                     [
-                        "facts from questions / moods / hypotheticals",
-                        sum(c.get(k, 0) for k in ("question", "mood", "hypothetical")),
+                        "facts from questions / moods / hypotheticals / jokes / talk about the talk",
+                        sum(c.get(k, 0) for k in NOT_FACT_KINDS),
                         s["proposed"],
                         "",
                     ],
@@ -784,12 +795,12 @@ def details(results: dict[str, Any]) -> None:
 
 
 async def main_async(args: argparse.Namespace, endpoint: str | Settings, label: str) -> dict[str, Any]:
-    results: dict[str, Any] = {"endpoint": label}
+    results: dict[str, Any] = {"endpoint": label, "script": args.script}
     with tempfile.TemporaryDirectory(prefix="quality-") as tmp:
         workdir = Path(tmp)
         if not args.perfect_only:
-            phases = 2 if args.quick else len(PHASES)
-            print(f"chat: {phases * PHASE} messages through the pipeline ...", flush=True)
+            phases = 2 if args.quick else len(SCRIPT.PHASES)
+            print(f"chat: {phases * SCRIPT.PHASE} messages through the pipeline ...", flush=True)
             started = time.perf_counter()
             run = await run_chat(endpoint, phases, args.timeout, workdir)
             run["seconds"] = round(time.perf_counter() - started, 1)
@@ -802,9 +813,9 @@ async def main_async(args: argparse.Namespace, endpoint: str | Settings, label: 
             ]
             results["chat"] = run
         if not args.chat_only:
-            print(f"consolidation on perfect inputs: {len(PERFECT_CASES)} cases ...", flush=True)
+            print(f"consolidation on perfect inputs: {len(SCRIPT.PERFECT_CASES)} cases ...", flush=True)
             started = time.perf_counter()
-            perfect = await run_perfect(endpoint, args.timeout, workdir, PERFECT_CASES)
+            perfect = await run_perfect(endpoint, args.timeout, workdir, SCRIPT.PERFECT_CASES)
             perfect["seconds"] = round(time.perf_counter() - started, 1)
             perfect["score"] = score_perfect(perfect)
             perfect["call_stats"] = call_stats(perfect["calls"])
@@ -840,12 +851,15 @@ def beside(runs: list[dict[str, Any]]) -> str:
         return f"{st['calls']} calls, {st['seconds_p50']} s p50, {st['errors']} errors" if st else "-"
 
     rows: list[tuple[str, Any]] = [
-        ("messages", lambda r: (r.get("chat") or {}).get("messages", "-")),
+        (
+            "messages (script)",
+            lambda r: f"{(r.get('chat') or {}).get('messages', '-')} ({r.get('script', 'a')})",
+        ),
         ("extraction mode / seed", lambda r: f"{r.get('extraction_mode', '-')} / {r.get('seed', '-')}"),
         ("self-statements learned", lambda r: of(len(chat(r, "learned")), chat(r, "self_statements"))),
         ("proposed facts right", lambda r: of(classes(r, "correct"), chat(r, "proposed"))),
         ("wrong-person facts", lambda r: chat(r, "wrong_person")),
-        ("from questions/moods/hypotheticals", lambda r: classes(r, "question", "mood", "hypothetical")),
+        ("from questions/moods/hypotheticals/jokes/meta", lambda r: classes(r, *NOT_FACT_KINDS)),
         ("holding the secret", lambda r: classes(r, "secret")),
         (
             "refused by validation",
@@ -889,10 +903,11 @@ def _short(label: str) -> str:
 def rescore(path: Path, show_details: bool) -> None:
     """Score a written result again (after a change to the scoring), from the script it was run on."""
     data = json.loads(path.read_text())
+    use_script(data.get("script", "a"))  # files written before --script: script a
     chat = data.get("chat")
     if chat:
         mode = {"extraction_mode": data["extraction_mode"]} if "extraction_mode" in data else {}
-        chat["score"] = score_chat({**mode, **chat, "lines": script(chat["messages"] // PHASE)})
+        chat["score"] = score_chat({**mode, **chat, "lines": SCRIPT.script(chat["messages"] // SCRIPT.PHASE)})
     if data.get("perfect"):
         data["perfect"]["score"] = score_perfect(data["perfect"])
     path.write_text(json.dumps(data, indent=2) + "\n")
@@ -904,6 +919,13 @@ def rescore(path: Path, show_details: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--script",
+        choices=tuple(SCRIPTS),
+        default="a",
+        help="the scripted chat and cases: a, bench/quality_script.py (default); b, bench/quality_script_b.py, "
+        "written apart from the rules (result files get _b)",
+    )
     parser.add_argument("--quick", action="store_true", help="the first 100 messages (2 flushes)")
     parser.add_argument("--local", action="store_true", help="start bench.local_model and use it")
     parser.add_argument(
@@ -950,6 +972,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.beside:
         print(beside([json.loads(path.read_text()) for path in args.beside]))
         return
+    use_script(args.script)
     OVERRIDES.update(args.set)
     partial = args.quick or args.chat_only or args.perfect_only or bool(OVERRIDES)
     if args.mode:
@@ -995,6 +1018,7 @@ def main(argv: list[str] | None = None) -> None:
         **results,
     }
     name = "quality_llama_server" if args.llama_server else "quality"
+    name += "" if args.script == "a" else f"_{args.script}"  # script b's runs never overwrite a's
     name += (f"_{args.mode}" if args.mode else "") + (f"_seed{args.seed}" if args.seed is not None else "")
     print(f"\nwrote {write_json(name, data, partial=partial)}")
 
