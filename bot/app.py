@@ -15,13 +15,15 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
 from bot.config import GEMINI_DISTANCES, Settings, distance_cuts
+from bot.gist import first_line
 from bot.llm.gemini import GeminiClient
 from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
 from bot.llm.prompts import REMEMBER_TOOL
 from bot.llm.schedule import EndpointGate, serves_one_at_a_time
 from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
-from bot.memory.extract import ENUMERATE, SELECT
+from bot.memory.counting import ASK_AGAIN_EVERY, STOP_AFTER
+from bot.memory.extract import ENUMERATE, SELECT, counts_lines
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
@@ -178,7 +180,10 @@ async def probe_models(settings: Settings) -> dict[str, dict[str, Any]]:
         verdicts[name] = await _verdict(name, _probe_embedder(settings, models))
         if isinstance(models.chat, OpenAICompatClient):
             name = provider_name(settings)
-            verdicts[name] = _both(verdicts.get(name), await _verdict(name, _probe_chat(models.chat)))
+            selects = extraction_mode(settings) == SELECT
+            verdicts[name] = _both(
+                verdicts.get(name), await _verdict(name, _probe_chat(models.chat, selects=selects))
+            )
     finally:
         await models.aclose()
     return verdicts
@@ -205,7 +210,7 @@ async def _probe_embedder(settings: Settings, models: Models) -> str:
     return f"{settings.embedding_model} answered at {settings.embedding_dimensions} dimensions"
 
 
-async def _probe_chat(client: OpenAICompatClient) -> str:
+async def _probe_chat(client: OpenAICompatClient, *, selects: bool) -> str:
     turn = ChatTurn("user", "Say OK.", parts=[InlineData("image/png", PROBE_IMAGE)])
     async with contextlib.aclosing(
         client.chat_stream(system="Answer in one word.", turns=[turn], tools=[REMEMBER_TOOL])
@@ -228,11 +233,34 @@ async def _probe_chat(client: OpenAICompatClient) -> str:
     ignored = (
         " (response_format ignored)" if features.schema_in_prompt and features.json_mode != "prompt" else ""
     )
-    return (
+    said = (
         f"{client.chat_model} answered; tools: {_feature(features.tools, 'tools', client)}, "
         f"images: {_feature(features.images, 'images', client)}, "
         f"JSON: {json_mode[features.json_mode]}{ignored}"
     )
+    if selects:
+        try:
+            said += f"; line selection: {_selection_verdict(await counts_lines(client))}"
+        except ModelError as exc:
+            said += f"; line selection: no usable answer ({first_line(exc)})"
+    return said + f"; {_turns(client)}"
+
+
+def _selection_verdict(counted: bool | None) -> str:
+    if counted:
+        return (
+            f"tells nothing (every line, or past its budget): after {STOP_AFTER} such selections in a row "
+            f"the bot reads chunks by its own rules, asking again every {ASK_AGAIN_EVERY} flushes"
+        )
+    return "chooses lines" if counted is False else "could not tell"
+
+
+def _turns(client: OpenAICompatClient) -> str:
+    """How the bot takes turns at the endpoint (a local server is sent one call at a time)."""
+    slots = client.gate.slots
+    if not slots:
+        return "calls at once: no limit (MODEL_CONCURRENCY)"
+    return f"calls at once: {slots}, replies first (MODEL_CONCURRENCY)"
 
 
 def _feature(on: bool, name: str, client: OpenAICompatClient) -> str:

@@ -872,6 +872,7 @@ async def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
             f"people: {stats['people']} in {stats['scopes']} scope(s)",
             f"pending messages: {stats['pending_messages']}",
             f"model usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
+            f"line selection (select mode): {stats['selection']}",
         ],
     )
     return 0

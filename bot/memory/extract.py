@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
+from bot.memory.counting import CountingWatch
 from bot.memory.durable import holds_secret, of_the_moment, secret_values, sensitive, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
@@ -29,7 +30,7 @@ from bot.memory.prompts import (
     extraction_prompt,
     select_system,
 )
-from bot.memory.selection import human_lines, select_budget, selection_check, write_selected
+from bot.memory.selection import counting, human_lines, select_budget, selection_check, write_selected
 from bot.memory.text import (
     clean,
     content_words,
@@ -157,13 +158,15 @@ async def extract_chunk(
     *,
     community: bool = True,
     mode: str = ENUMERATE,
+    watch: CountingWatch | None = None,
 ) -> Extraction:
     """Ask the model for the chunk's durable facts and (`community`, in a server) community facts and
     episodes, and keep only what this chunk can vouch for (`accept_facts`, `accept_community`).
 
     `mode` is how the model is asked: ENUMERATE (it writes every fact) or SELECT (it points at lines,
-    the bot writes their facts: `selection.py`). No call is made when no human said anything worth
-    reading. Model errors propagate, so the caller leaves the messages pending.
+    the bot writes their facts: `selection.py`; `watch` says whether the model's selections are worth
+    asking for: `counting.py`). No call is made when no human said anything worth reading. Model errors
+    propagate, so the caller leaves the messages pending.
     """
     if not any(not m.is_bot and worth_reading(m.content) for m in chunk):
         return Extraction()
@@ -172,7 +175,7 @@ async def extract_chunk(
     community = community and guild_id_of(chunk[0].scope) is not None
     if mode == SELECT:
         untimed = render_chunk(chunk, now, times=False).prompt
-        result = await _select(llm, chunk, view, untimed, now, community=community)
+        result = await _select(llm, chunk, view, untimed, now, community=community, watch=watch)
     else:
         result = await llm.generate_json(
             Purpose.EXTRACT,
@@ -202,22 +205,33 @@ async def _select(
     now: datetime,
     *,
     community: bool,
+    watch: CountingWatch | None = None,
 ) -> ExtractionResult:
     """The selection call (on the transcript `untimed`: it writes no fact, and its episodes' dates come
-    from the day lines), the bot's writing, and (only for lines the bot cannot write) the short rewrite
-    call, with times; together, one answer for the same checks an enumerated answer gets."""
-    try:
-        selection = await llm.generate_json(
-            Purpose.EXTRACT,
-            system=select_system(community=community),
-            prompt=untimed,
-            schema=SelectionResult,
-            max_output_tokens=select_budget(len(chunk), community=community),
-            stop_early=selection_check(human_lines(chunk, view.local_ids)),
-        )
-    except ModelCutOff as exc:  # listing every line, past its budget or stopped: as good as choosing all
-        log.info("the selection was cut off (%s); read as choosing every line", exc)
-        selection = SelectionResult.model_validate({"self": list(view.local_ids)})  # bot lines are skipped
+    from the day lines; skipped while `watch` has stopped asking), the bot's writing, and (only for
+    lines the bot cannot write) the short rewrite call, with times; together, one answer for the same
+    checks an enumerated answer gets."""
+    humans = human_lines(chunk, view.local_ids)
+    every_line = SelectionResult.model_validate({"self": list(view.local_ids)})  # bot lines are skipped
+    if watch is not None and not watch.ask():
+        log.debug("a model that counts is not asked to select; every line is read by the bot's rules")
+        selection = every_line
+    else:
+        try:
+            selection = await llm.generate_json(
+                Purpose.EXTRACT,
+                system=select_system(community=community),
+                prompt=untimed,
+                schema=SelectionResult,
+                max_output_tokens=select_budget(len(chunk), community=community),
+                stop_early=selection_check(humans),
+            )
+            counted = counting(selection, humans)
+        except ModelCutOff as exc:  # listing every line, past its budget or stopped: as choosing all
+            log.info("the selection was cut off (%s); read as choosing every line", exc)
+            selection, counted = every_line, counting(every_line, humans)
+        if watch is not None:
+            watch.answered(counted)
     written = write_selected(selection, chunk, view.local_ids, view.handles, community=community)
     result = ExtractionResult(facts=written.facts, community=written.community, episodes=selection.episodes)
     if not written.rewrite:
@@ -436,3 +450,56 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             ", ".join(f"{humans[uid]}: {count}" for uid, count in dropped.items()),
         )
     return accepted
+
+
+# `check --online`'s selection: a talk of 24 lines in which 3 say something lasting.
+_PROBE_LINES = (
+    ("Ana", "morning all"),
+    ("Ben", "hey"),
+    ("Ana", "I moved to Lisbon last spring"),
+    ("Cai", "did anyone watch the match?"),
+    ("Ben", "yeah, what a finish"),
+    ("Cai", "unreal"),
+    ("Dee", "lol"),
+    ("Ben", "I work as a plumber, so weekends are my only free time"),
+    ("Ana", "same here honestly"),
+    ("Cai", "anyone up for a game tonight?"),
+    ("Dee", "maybe later"),
+    ("Ana", "I'm in"),
+    ("Ben", "me too"),
+    ("Cai", "cool, 8pm then"),
+    ("Dee", "ok"),
+    ("Dee", "my cat is called Miso by the way"),
+    ("Ana", "cute"),
+    ("Ben", "haha"),
+    ("Cai", "brb"),
+    ("Ana", "k"),
+    ("Ben", "back?"),
+    ("Cai", "yep"),
+    ("Dee", "nice"),
+    ("Ana", "see you all"),
+)
+
+
+async def counts_lines(llm: JsonModel) -> bool | None:
+    """Whether the memory model counts every line when asked to select (as a 1.5B model does), on a fixed
+    talk of 24 lines; None when the answer could not tell. One selection call."""
+    stamp = "2026-01-01T12:00:00+00:00"
+    chunk = [
+        BufferedMessage(f"p{i}", "dm:probe", "probe", f"u{name}", name, text, stamp)
+        for i, (name, text) in enumerate(_PROBE_LINES)
+    ]
+    view = render_chunk(chunk, utcnow(), times=False)
+    humans = human_lines(chunk, view.local_ids)
+    try:
+        selection = await llm.generate_json(
+            Purpose.EXTRACT,
+            system=select_system(community=False),
+            prompt=view.prompt,
+            schema=SelectionResult,
+            max_output_tokens=select_budget(len(chunk), community=False),
+            stop_early=selection_check(humans),
+        )
+    except ModelCutOff:
+        return True
+    return counting(selection, humans)

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.memory.counting import STATE_KEY as COUNTING_STATE
+from bot.memory.counting import described
 from bot.memory.models import Fact, FactStatus
 from bot.memory.ports import Embedder, ModelError, Storage, StorageWorker
 
@@ -73,6 +75,8 @@ class Maintenance:
         stats = await self.store.call(Storage.stats, None)
         usage = await self.store.call(Storage.get_state, USAGE_STATE)
         stats["gemini_usage_last_run"] = json.loads(usage) if usage else None
+        counted = await self.store.call(Storage.get_state, COUNTING_STATE)
+        stats["selection"] = described(json.loads(counted) if counted else None)
         return stats
 
     async def reembed(

@@ -233,6 +233,15 @@ def not_choosing(ids: list[str], humans: list[str]) -> str | None:
     return f"{len(chosen)} of {len(humans)} lines, {longest} in a row"
 
 
+def counting(selection: SelectionResult, humans: list[str]) -> bool | None:
+    """Whether a selection counted instead of choosing (one of its kinds' lists does not choose); None
+    for a chunk too small to tell (`counting.CountingWatch` keeps the tally)."""
+    if len(humans) < UNSELECTIVE_MIN_LINES:
+        return None
+    lists = (selection.own, selection.sensitive, selection.community)
+    return any(not_choosing(ids, humans) is not None for ids in lists)
+
+
 # A kind's list in a partial answer: its key and the ids written so far (the list may be unclosed).
 _PARTIAL_LIST = re.compile(r'"(\w+)"\s*:\s*\[([^\]]*)')
 _KIND_KEYS = frozenset((*LINE_KINDS, *SELF_NAMES))

@@ -22,6 +22,8 @@ from typing import Any
 from bot.memory.about import asks_in_general
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
+from bot.memory.counting import STATE_KEY as COUNTING_STATE
+from bot.memory.counting import CountingWatch
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.leases import Holder, Leases, channel_key
@@ -222,6 +224,8 @@ class MemoryService:
         # (so queued captures are refused), and the watcher's reload in between would undo that.
         self._settings_changing = asyncio.Lock()
         self.recall_failures = 0
+        self.counting = CountingWatch()  # whether the memory model's selections are worth asking for
+        self._counting_saved: dict[str, Any] = self.counting.state()
         self.clock: Callable[[], float] = time.monotonic  # times the reading apart of a chunk
 
     async def start(self, *, scope: str | None = None) -> None:
@@ -231,11 +235,22 @@ class MemoryService:
         Discord bot's channels to the bot, which may be running on the same database.
         """
         await self.reload_caches()
+        saved = await self.store.call(Storage.get_state, COUNTING_STATE)
+        self.counting = CountingWatch.of(json.loads(saved) if saved else None)
+        self._counting_saved = self.counting.state()
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start(scope)
         self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
         self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
         self._vacuum = asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets")
+
+    async def _keep_counting_state(self) -> None:
+        """Save the counting watch when it changed, so a restart neither asks a counting model again at
+        once nor forgets that it chose (`stats` shows it)."""
+        state = self.counting.state()
+        if state != self._counting_saved:
+            await self.store.call(Storage.set_state, COUNTING_STATE, json.dumps(state))
+            self._counting_saved = state
 
     async def reload_caches(self) -> None:
         self._settings_seen = await self.store.call(Storage.settings_version)
@@ -533,8 +548,13 @@ class MemoryService:
             return Reading(left=part)
         try:
             extraction = await extract_chunk(
-                self.llm, part, community=self.policy.community, mode=self.policy.extraction
+                self.llm,
+                part,
+                community=self.policy.community,
+                mode=self.policy.extraction,
+                watch=self.counting,
             )
+            await self._keep_counting_state()
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:

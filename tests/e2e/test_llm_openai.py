@@ -591,13 +591,16 @@ async def test_check_online_names_what_the_endpoint_takes(endpoint: Endpoint) ->
         openai_base_url=endpoint.base_url,
         embedding_model="embed-model",
         embedding_dimensions=DIMS,
+        extraction_mode="enumerate",  # no line selection to judge
+        model_concurrency=2,
     )
     verdicts = await probe_models(settings)
     [(name, verdict)] = verdicts.items()
     assert name == endpoint_name(endpoint.base_url) and verdict["ok"], verdict
     assert verdict["detail"] == (
         f"embed-model answered at {DIMS} dimensions; gpt-4o-mini answered; tools: yes, "
-        "images: no (the endpoint refuses them), JSON: JSON mode with the schema"
+        "images: no (the endpoint refuses them), JSON: JSON mode with the schema; calls at once: 2, replies "
+        "first (MODEL_CONCURRENCY)"
     )
     models = open_models(settings)
     assert models.chat is models.embedder and isinstance(models.chat, OpenAICompatClient)

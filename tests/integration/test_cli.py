@@ -273,6 +273,7 @@ async def test_facts_forget_and_stats(tmp_path: Path, gemini: GeminiStandIn, db_
     assert code == 0 and json.loads(out) == {"forgotten": 1}
     code, out, _ = await run_cli("stats", "--json", env=env, cwd=tmp_path)
     assert json.loads(out)["facts"]["active"] == 2
+    assert json.loads(out)["selection"] == "asked in every flush"  # no counting model met yet
     code, out, _ = await run_cli(
         "facts", "forget", "--scope", "dm", "--user", "7", "--all", env=env, cwd=tmp_path
     )
