@@ -150,9 +150,9 @@ class LlamaServer:
                 *(sys.executable, "-m", "llama_cpp.server", "--model", str(MODEL_FILE)),
                 *("--model_alias", self.MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port)),
                 *("--n_ctx", "8192", "--n_threads", str(cores), "--n_threads_batch", str(cores)),
-                # Its prompt cache (llama.cpp's own server keeps one by default): a call whose system
-                # prompt it has read before, with other calls between, reads only what follows it.
-                *("--cache", "true"),
+                # As the README starts it: no RAM prompt cache (it grew the server to 23 GB in 30 minutes
+                # of the bot's calls), and no request cutting off the stream another is reading.
+                *("--interrupt_requests", "false"),
                 *self.extra,
             ],
             cwd=ROOT,
