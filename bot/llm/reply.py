@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -148,19 +149,28 @@ class Replier:
             tools=offered(request.memory_on, lookup=lookup is not None),
             handlers={SEARCH_MEMORY_TOOL.name: lookup} if lookup is not None else {},
         )
-        text, calls = "", []
+        text, calls, shown = "", [], 0  # shown: how much of the text the sink has
+        tools = bool(offered(request.memory_on, lookup=lookup is not None))
         async with contextlib.aclosing(stream):  # a sink that fails closes the model's request too
             async for piece in stream:
                 if isinstance(piece, ToolCall):
                     calls.append(piece)
                     continue
                 if len(text) + len(piece) > self.reply_max_chars:  # a runaway: cut, say so, stop asking
-                    kept = cut(text + piece, self.reply_max_chars)[len(text) :] + CUT_NOTE
-                    await sink.add(kept)
+                    text += cut(text + piece, self.reply_max_chars)[len(text) :] + CUT_NOTE
+                    await sink.add(text[shown:])
                     log.warning("a reply ran past %d characters; it was cut there", self.reply_max_chars)
-                    return Reply(text + kept, calls, cut=True)
-                await sink.add(piece)
+                    return Reply(text, calls, cut=True)
                 text += piece
+                if not shown and tools and may_be_a_command(text):
+                    continue  # not shown while it may be an echoed command
+                await sink.add(text[shown:])
+                shown = len(text)
+        if not shown and tools and (call := echoed_command(text)) is not None:
+            log.info("the chat model answered with a command of the bot (%s); read as its call", call.name)
+            return Reply("", [*calls, call])
+        if shown < len(text):
+            await sink.add(text[shown:])
         return Reply(text, calls)
 
     async def instruction(self, request: ReplyRequest) -> tuple[str, ToolHandler | None]:
@@ -213,6 +223,38 @@ class Replier:
         room is never below CHAT_TURN_MAX_CHARS, so a long persona cannot crowd out the question."""
         room = max(self.prompt_max_chars - len(system), self.turn_max_chars)
         return fit_turns([replace(turn, text=turn.text[:room]) for turn in said], room)
+
+
+# A reply that is one of the bot's own commands ("/remember that Ana is a firefighter"): a small model
+# told to point people to /remember wrote the command itself as its whole answer (issue 34).
+_COMMAND = re.compile(
+    r"^[\s`*_]*/(?P<name>remember|forget)\b[\s:,-]*+(?!(?:is|lets|will|can|to|command)\b)(?:that\s+)?(?P<what>.*)",
+    re.I | re.S,
+)
+_COMMANDS = ("remember", "forget")
+
+
+def may_be_a_command(text: str) -> bool:
+    """Whether the beginning of a reply may still turn out to be a command of the bot (held back)."""
+    start = text.lstrip(" \t\n`*_")
+    if not start:
+        return True
+    if not start.startswith("/"):
+        return False
+    word = start[1:]
+    if word[:1].isspace() or any(c.isspace() for c in word):
+        return _COMMAND.match(text) is not None and len(text) < 200
+    return any(name.startswith(word.lower()) or word.lower().startswith(name) for name in _COMMANDS)
+
+
+def echoed_command(text: str) -> ToolCall | None:
+    """The call a reply that is a command of the bot stands for: /remember -> remember, /forget -> forget,
+    with the rest as its `what`; None for any other reply (a reply that only mentions /remember is one)."""
+    match = _COMMAND.match(text)
+    if match is None:
+        return None
+    tool = REMEMBER_TOOL if match["name"].lower() == "remember" else FORGET_TOOL
+    return ToolCall(tool.name, {"what": match["what"].strip().strip("`*_").strip()})
 
 
 def offered(memory_on: bool, *, lookup: bool) -> tuple[ChatTool, ...]:

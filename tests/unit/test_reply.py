@@ -226,3 +226,41 @@ async def test_a_reply_past_its_limit_is_cut_at_a_word_says_so_and_closes_the_mo
     assert shown.removesuffix(REPLY_CUT_NOTE).rstrip().endswith("again and")  # cut at a word
     assert model.closed == 1
     assert not (await replier(Memory(), Scripted(["short answer"]), reply=3000).reply(request(), Sink())).cut
+
+
+@pytest.mark.parametrize(
+    ("pieces", "call"),
+    [
+        (["/remember that Ana is ", "a firefighter"], ToolCall("remember", {"what": "Ana is a firefighter"})),
+        (["`/rem", "ember I like tea`"], ToolCall("remember", {"what": "I like tea"})),
+        (["/forget: my old ", "address"], ToolCall("forget", {"what": "my old address"})),
+    ],
+)
+async def test_a_reply_that_echoes_a_command_is_read_as_its_call_and_never_shown(
+    pieces: list[str], call: ToolCall
+) -> None:
+    sink = Sink()
+    answer = await replier(Memory(), Scripted(pieces)).reply(request(), sink)
+    assert answer == Reply("", [call]) and sink.pieces == []
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ["You can use ", "/remember to keep it."],
+        ["/remember is the command ", "for that."],
+        ["/", "shrug, no idea"],
+        ["/rem", "inder: ask again tomorrow"],
+    ],
+)
+async def test_a_reply_that_only_mentions_a_command_is_shown_whole(pieces: list[str]) -> None:
+    sink = Sink()
+    answer = await replier(Memory(), Scripted(pieces)).reply(request(), sink)
+    assert answer == Reply("".join(pieces)) and "".join(sink.pieces) == "".join(pieces)
+
+
+async def test_where_memory_is_off_a_command_is_only_text() -> None:
+    answer = await replier(Memory(), Scripted(["/remember that I'm tall"])).reply(
+        request(memory_on=False), Sink()
+    )
+    assert answer == Reply("/remember that I'm tall")
