@@ -304,6 +304,8 @@ def _build_seed(ds: Dataset, path: Path, vectors: np.ndarray, texts: list[str]) 
 # ---- PostgreSQL ----------------------------------------------------------------------------------------
 
 PG_DATABASE = "recall"
+# The 'added' event `add_facts` writes for an imported fact: no text (an event never holds a fact's words).
+IMPORTED = json.dumps({"decision": "IMPORT"}, ensure_ascii=False)
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 
 
@@ -463,9 +465,8 @@ def _copy_batch(
         with cur.copy(
             "COPY fact_events (fact_id, scope, user_id, kind, detail, actor, at) FROM STDIN"
         ) as copy:
-            for fid, g, (scope, user_id) in zip(ids, batch.tolist(), owners, strict=True):
-                detail = json.dumps({"text": texts[g], "decision": "IMPORT"}, ensure_ascii=False)
-                copy.write_row((fid, scope, user_id, "added", detail, "bench", now))
+            for fid, (scope, user_id) in zip(ids, owners, strict=True):
+                copy.write_row((fid, scope, user_id, "added", IMPORTED, "bench", now))
 
 
 def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[str], first: int) -> int:
@@ -484,7 +485,6 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
     for fid in sample:
         g = int(ds.order[fid - 1])
         scope, user_id, name = ds.person(g // FACTS_PER_PERSON)
-        detail = json.dumps({"text": texts[g], "decision": "IMPORT"}, ensure_ascii=False)
         row = store.conn.raw.execute(
             "SELECT f.scope, f.user_id, f.text, f.status, f.valid_from, f.sensitive, f.superseded_by, "
             "f.retrieval_count, f.archived_embedding IS NULL, v.scope = f.scope AND v.user_id = f.user_id, "
@@ -513,7 +513,7 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
             True,
             True,
             [[str(10**18 + g), "-", "0", "0"]],
-            [["added", detail, "bench", scope, user_id]],
+            [["added", IMPORTED, "bench", scope, user_id]],
             name,
         )
         if tuple(row or ()) != want:
