@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from bot.memory.clauses import own_clauses
 from bot.memory.durable import sensitive
 from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
 from bot.memory.ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
-from bot.memory.selection import own_clauses, select_budget, selection_check
+from bot.memory.selection import select_budget, selection_check
 from tests.unit.test_extract import NOW
 
 T = TypeVar("T", bound=BaseModel)
