@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from bot.memory.dates import RELATIVE_DATE
 from bot.memory.text import content_words
 from bot.memory.third_person import third_person
 
@@ -20,10 +21,10 @@ _CLAUSES = re.compile(
     r"\s*(?:[,;]\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)(?=(?:i|i'm|i’m|im|i've|i'll|my)\b)", re.I
 )
 # A time or place said before the subject: "in the evenings I play the cello" -> "I play the cello in the
-# evenings", which `third_person` can write.
+# evenings", "yesterday I went ..." -> "I went ... yesterday", which `third_person` can write.
 _LEAD = re.compile(
     r"^((?:in|on|at|for|since|after|before|during|every|most|these days|nowadays|lately|recently"
-    r"|sometimes|usually|often)\b[^,.!?]{0,40}?),?\s+((?:i|i'm|i’m|i've|my)\b.*)$",
+    rf"|sometimes|usually|often|{RELATIVE_DATE})\b[^,.!?]{{0,40}}?),?\s+((?:i|i'm|i’m|i've|my)\b.*)$",
     re.I,
 )
 # Words a chat line opens with before its statement: "btw I live in Oslo", "oh and I have a cat".

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from bot.memory.dates import of_one_day
 from bot.memory.leases import Leases, person_key
 from bot.memory.models import (
     MAX_FACT_CHARS,
@@ -522,14 +523,15 @@ def replaced_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Op
     the name), when the new fact says it changed in words its candidate lacks and adds nothing alongside:
     "Dev's favourite sport is badminton now" replaces "Dev's favourite sport is cricket", "Ben quit
     carpentry" replaces "Ben works as a carpenter". None when the words do not say so, and for what is
-    said of today ("Ben left work early today" retires no job).
+    said of today or dated to one day ("Ben left work early today", "... on 2026-11-24" as extraction
+    writes "yesterday": `dates.of_one_day`) retires no job: the model decides those.
 
     A small model (Qwen2.5 1.5B, bench/quality.py) kept such pairs side by side in its consolidation
     answers, and both stayed active. Asked only which known facts a change makes untrue, it named the
     first one listed whatever they said: 10 of 24 right in a trial on the bench's changes, where always
     naming the first would have got 14.
     """
-    if says_it_grew(fact.text) or of_today(fact.text):
+    if says_it_grew(fact.text) or of_today(fact.text) or of_one_day(fact.text):
         return None
     changed = change_words(fact.text)
     for known, _ in candidates:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
+from bot.memory.dates import absolute_dates
 from bot.memory.durable import holds_secret, of_the_moment, secret_values, sensitive, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
@@ -316,6 +317,14 @@ def _copied_from(
     return leader if leader != user_id and best[leader] >= COPIED_SHARE and best[leader] > own else None
 
 
+def _said_at(cited: list[str], own: list[str], chunk: list[BufferedMessage]) -> datetime:
+    """When a fact was said, for its relative dates: its first cited message of the chunk, else its
+    owner's last message."""
+    stamps = {m.message_id: m.created_at for m in chunk}
+    said = next((mid for mid in cited if mid in stamps), own[-1])
+    return datetime.fromisoformat(stamps[said].replace("Z", "+00:00"))
+
+
 def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: ChunkView) -> list[NewFact]:
     """Validate the model's answer against the chunk: right speaker, own sources, no duplicates.
 
@@ -325,7 +334,8 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
     it (small models copy lines and file them under the wrong speaker), and is rewritten about them;
     one copied from the bot's line is nobody's; one holding no word its owner said is made up. Secrets,
-    moods, hypotheticals and questions are refused (a statement before a question keeps the statement).
+    moods, hypotheticals and questions are refused (a statement before a question keeps the
+    statement). A relative date is written as the date it meant when its line was said (`dates`).
     """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
@@ -381,7 +391,10 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
                 continue
             # A line copied in the first person is about whoever wrote that line.
             user_id = copied
-        text = third_person(text, humans[user_id])
+        cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
+        text = absolute_dates(
+            third_person(text, humans[user_id]), _said_at(cited, own_messages[user_id], chunk)
+        )
         if len(text) > MAX_FACT_CHARS:  # never cut: a statement that long is no single fact
             log.info("refused an extracted fact for %r: over %d characters", user_id, MAX_FACT_CHARS)
             continue
@@ -403,7 +416,6 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         if not _grounded(text, own_texts, name_stems):
             log.info("refused an extracted fact for %r: its owner said none of its words", user_id)
             continue
-        cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
         sources = [mid for mid in cited if mid in own]
         if cited and not sources:
             if words and not owner_support:
