@@ -36,11 +36,10 @@ _OPENERS = re.compile(
 # A few words and a colon before the statement: "big news: I moved to Bergen", "update: I quit".
 _LEAD_IN = re.compile(r"^(?:[\w'’]+\s+){0,2}[\w'’]+:\s+(?=\S)")
 # Words a chat line closes a statement with: "I live in Oslo btw", "I'm a pharmacist, remember". A word
-# people also state things with ("I remember", "anyway") counts only after a comma.
+# people also state things with ("I remember", "anyway") counts only after a comma. Laughter ("lol",
+# "haha") is no closer: it says the statement was a joke, and `durable.chatter` refuses it.
 _CLOSERS = re.compile(
-    r"(?:\s*,\s*(?:remember|anyway|you know|honestly|btw|lol|haha+|lmao|tbh|fyi|ngl)"
-    r"|\s+(?:btw|lol|haha+|lmao|tbh|fyi|ngl))+$",
-    re.I,
+    r"(?:\s*,\s*(?:remember|anyway|you know|honestly|btw|tbh|fyi|ngl)|\s+(?:btw|tbh|fyi|ngl))+$", re.I
 )
 # "I think Ben is moving", "I agree", "I'm not sure about that one", "I need to ...", "I want ...": the
 # speaker's view of the talk, a need or a wish, not a fact about them.

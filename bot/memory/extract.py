@@ -4,7 +4,7 @@ The model proposes; this module disposes: a fact is accepted only for a human wh
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that
 one person's words can never become another person's memory. Sensitive facts (health, beliefs,
 finances, contact data ...) are never kept from ordinary chat: only when their owner asks
-(`remembering.py`); secrets, moods, hypotheticals and questions never (`durable.py`).
+(`remembering.py`); secrets, moods, hypotheticals, chatter and questions never (`durable.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
 from bot.memory.dates import absolute_dates
-from bot.memory.durable import holds_secret, of_the_moment, secret_values, sensitive, statements
+from bot.memory.durable import chatter, holds_secret, of_the_moment, secret_values, sensitive, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
 from bot.memory.prompts import (
@@ -334,7 +334,7 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
     it (small models copy lines and file them under the wrong speaker), and is rewritten about them;
     one copied from the bot's line is nobody's; one holding no word its owner said is made up. Secrets,
-    moods, hypotheticals and questions are refused (a statement before a question keeps the
+    moods, hypotheticals, chatter and questions are refused (a statement before a question keeps the
     statement). A relative date is written as the date it meant when its line was said (`dates`).
     """
     scope = chunk[0].scope
@@ -370,6 +370,11 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
             continue
         if of_the_moment(text):
             log.info("refused an extracted fact for %r: a mood or a hypothetical, nothing lasting", user_id)
+            continue
+        if chatter(text):
+            log.info(
+                "refused an extracted fact for %r: chatter (a feeling, a joke, talk about the talk)", user_id
+            )
             continue
         if item.sensitive or sensitive(text):  # kept only when the person asks (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
