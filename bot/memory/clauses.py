@@ -15,11 +15,32 @@ from bot.memory.text import content_words
 from bot.memory.third_person import third_person
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
-# A clause break before a new first-person subject: "I'm Ben, I work as a carpenter", "... and my dog ...".
-# Not ", so my ...": what follows "so" is the first clause's consequence, one fact with it.
-_CLAUSES = re.compile(
-    r"\s*(?:[,;]\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)(?=(?:i|i'm|i’m|im|i've|i'll|my)\b)", re.I
+# A name given to what was just mentioned: "her name is Pepper", "his name's Leo", "it's called Night
+# Shift", "we're called The Owls", ", named Miso".
+_NAMING = (
+    r"(?:(?:her|his|its|their|our)\s+names?\s*(?:is|are|'s|’s)"
+    r"|(?:she|he|it|they|we)\s*(?:'s|’s|'re|’re|\s+is|\s+are)\s+(?:called|named)|named|called)"
 )
+# What starts a new clause after a comma, a dash, "and", "but" or "so": the speaker as its subject ("I'm
+# Ben, I work as a carpenter", "... and my dog ...", "... so I sleep all day"), a comment on the talk
+# ("... so that's normal for me", ", which keeps me busy") or a name. Not "and work in Braga" (the same
+# subject goes on) nor "so no satay for me" (the first clause's consequence, one fact with it); a
+# semicolon always ends a clause.
+_NEXT = (
+    r"(?:i|i'm|i’m|im|i've|i’ve|i'll|i’ll|i'd|i’d|my|we|we're|we’re|we've|we’ve|our|that's|that’s|thats"
+    rf"|that is|this is|which|{_NAMING})\b"
+)
+_CLAUSES = re.compile(
+    rf"\s*;\s*|\s*(?:,|\s[-–—]|—)\s*(?:(?:and|but|so)\s+)?(?={_NEXT})|\s+(?:and|but|so)\s+(?={_NEXT})", re.I
+)
+_NAME_GIVEN = re.compile(rf"^{_NAMING}\s+(?P<name>.+)$", re.I)
+# Where a name ends: before what is said next of its owner ("Tom and he's a chef").
+_NAME_END = re.compile(r"\s+(?:and|but|so|because|who|which)\s+(?:he|she|it|they|i|we|who|is|was)\b.*$", re.I)
+_NOT_A_NAME = frozenset({"a", "an", "like", "something", "so", "not"})
+_MAX_NAME_WORDS = 4
+# A relative date closing a clause: a name goes before it ("had a baby named Leo last week").
+_CLOSING_DATE = re.compile(rf"\s+(?:{RELATIVE_DATE})$", re.I)
+_NAMED = re.compile(r"\b(?:named|called)\b", re.I)
 # A time or place said before the subject: "in the evenings I play the cello" -> "I play the cello in the
 # evenings", "yesterday I went ..." -> "I went ... yesterday", which `third_person` can write.
 _LEAD = re.compile(
@@ -76,35 +97,69 @@ FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|me|my|mine|we|we're|us|our|ours)\b",
 def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
     """The first-person clauses of `text` the bot can turn into facts about `speaker` itself ("I'm Ben,
     I work as a carpenter" -> ["I work as a carpenter"]), or None when a clause that says something is
-    not one (another language, no subject): then a model writes the line. Empty: nothing to keep.
+    not one (another language, no subject) and none is: then a model writes the line. Empty: nothing to
+    keep.
 
+    Each clause is judged alone, so one the bot cannot write never costs the line the ones it can: "12
+    hours on the ward, I work as a nurse so that's pretty normal for me" -> ["I work as a nurse"]. A
+    model that counts every line has the bot read all of them, and such lines stored nothing when a
+    fragment beside the statement sent the whole line to a model that was not asked. What the bot
+    cannot write beside what it can is context ("12 hours on the ward"), not worth a model's call.
     Greetings and names alone are dropped ("hi all!", "I'm Ben"), and so are the speaker's view of the
     talk, needs and wishes ("I think ...", "I agree", "I want ..."), a clause about something else
     ("that recipe looks amazing": a model chose such lines, and its rewrite call wrote nothing from
-    them, 6 s of a flush) and a plan without its date ("I'll check it later"); a one-word aside beside a
-    first-person clause ("new here, I live in Porto") is too.
-    A time or place said first is moved after the statement ("in the evenings I play the cello").
+    them, 6 s of a flush) and a plan without its date ("I'll check it later").
+    A time or place said first is moved after the statement ("in the evenings I play the cello"). A name
+    given next to what was just mentioned goes with it ("I got a dog! her name is Pepper" -> ["I got a
+    dog named Pepper"]), so the fact keeps what people will ask about.
     """
     kept: list[str] = []
-    unwritten = False  # a short clause the bot cannot write: "new here", "teacher."
+    unwritten = False  # a clause that says something the bot cannot write: "new here", "teacher."
+    just_written = False  # the clause before was written: a name given next is its thing's
     for sentence in _SENTENCES.split(text):
         for part in _CLAUSES.split(sentence):
-            clause = _OPENERS.sub("", _LEAD_IN.sub("", part.strip())).strip(" ,;:-").rstrip(".!… ")
+            clause = _OPENERS.sub("", _LEAD_IN.sub("", part.strip())).strip(" ,;:-–—").rstrip(".!… ")
             clause = _CLOSERS.sub("", clause)
+            if given := _NAME_GIVEN.match(clause):
+                if just_written and (name := _name(given.group("name"))):
+                    kept[-1] = _with_name(kept[-1], name)
+                just_written = False
+                continue
             if lead := _LEAD.match(clause):
                 clause = f"{lead.group(2)} {lead.group(1)}"
             said = content_words(clause) - names - _GREETING
+            if not said:
+                continue
+            just_written = False
             if (
-                not said
-                or _NOT_ABOUT_THEM.match(clause)
+                _NOT_ABOUT_THEM.match(clause)
                 or (_OTHER_SUBJECT.match(clause) and not FIRST_PERSON_WORD.search(clause))
                 or (_FUTURE.match(clause) and not _WHEN.search(clause))
             ):
                 continue
             if third_person(clause, speaker) != clause:
                 kept.append(clause)
-            elif len(said) > 1:
-                return None
+                just_written = True
             else:
                 unwritten = True
     return None if unwritten and not kept else kept
+
+
+def _name(said: str) -> str | None:
+    """The name in what follows "her name is": up to what is said next of its owner, without closing
+    punctuation or emoji; None when it is no name ("it's called a tabby")."""
+    name = re.sub(r"[^\w'’)\"]+$", "", _NAME_END.sub("", said.strip()))
+    words = name.split()
+    if not words or len(words) > _MAX_NAME_WORDS or words[0].lower() in _NOT_A_NAME:
+        return None
+    return name
+
+
+def _with_name(clause: str, name: str) -> str:
+    """`clause` with the name of what it mentions last, before a closing date ("I got a dog last week"
+    -> "I got a dog named Pepper last week"); as it is when it names its thing already."""
+    if _NAMED.search(clause):
+        return clause
+    date = _CLOSING_DATE.search(clause)
+    at = date.start() if date else len(clause)
+    return f"{clause[:at]} named {name}{clause[at:]}"

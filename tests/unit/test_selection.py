@@ -235,9 +235,10 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
             "I'm in a terrible mood this morning",
             ["I'm in a terrible mood this morning"],
         ),  # accept_facts refuses it
+        # a new first-person clause after "so" is judged alone ("..., so I'm always tired" is a mood)
         (
             "I work as a nurse, so my hours are all over the place",
-            ["I work as a nurse, so my hours are all over the place"],
+            ["I work as a nurse", "my hours are all over the place"],
         ),
     ],
 )
