@@ -142,3 +142,16 @@ def of_one_day(text: str) -> bool:
     """Whether `text` dates itself to one day in this module's form ("Ben left work early on 2026-11-24"):
     an event of that day, which says less of a change in someone's life than its words may suggest."""
     return bool(_ONE_DAY.search(text))
+
+
+# What `absolute_dates` writes, and a year or a month with its year however written: no subject of a fact.
+_WRITTEN_DATE = re.compile(
+    r"\b(?:the (?:week|weekend) of )?\d{4}-\d{2}-\d{2}\b"
+    rf"|\b(?:{'|'.join(calendar.month_name[1:])})(?:\s+\d{{4}})?\b|\b\d{{4}}\b",
+    re.I,
+)
+
+
+def undated(text: str) -> str:
+    """`text` without its dates: what it is about, for comparing two facts."""
+    return _WRITTEN_DATE.sub(" ", text)
