@@ -16,10 +16,11 @@ from bot.memory.third_person import third_person
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 # A name given to what was just mentioned: "her name is Pepper", "his name's Leo", "it's called Night
-# Shift", "we're called The Owls", ", named Miso".
+# Shift", "we're called The Owls", ", named Miso", ", named it Rocket".
 _NAMING = (
     r"(?:(?:her|his|its|their|our)\s+names?\s*(?:is|are|'s|’s)"
-    r"|(?:she|he|it|they|we)\s*(?:'s|’s|'re|’re|\s+is|\s+are)\s+(?:called|named)|named|called)"
+    r"|(?:she|he|it|they|we)\s*(?:'s|’s|'re|’re|\s+is|\s+are)\s+(?:called|named)"
+    r"|(?:named|called)(?:\s+(?:it|him|her|them))?)"
 )
 # What starts a new clause after a comma, a dash, "and", "but" or "so": the speaker as its subject ("I'm
 # Ben, I work as a carpenter", "... and my dog ...", "... so I sleep all day"), a comment on the talk

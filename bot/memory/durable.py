@@ -137,14 +137,16 @@ _DYING = re.compile(
 # A statement closed by laughter is a joke: "lol", "lmao", "haha", "jk", 😂, 🤣, 💀 as its last word.
 _LAUGHED = re.compile(r"(?:\b(?:lol+|lmao+|lmfao|rofl|haha\w*|hehe\w*|jk|xd+)\b|[😂🤣😹💀]|/s)[\s\W]*$", re.I)
 # Talk about the talk: remembering or forgetting (not "I still remember my first concert", nor an
-# aside ", remember"), telling and saying ("as I said", "I told you").
+# aside ", remember"), telling and saying ("as I said", "I told you", "never said that").
 _TALK = re.compile(
     r"(?<!,)(?<!, )\b(?:remember|remembers|remembered|recall|recalls|forget|forgets|forgot|forgotten"
     r"|forgetting)\b(?=\s*(?:$|[^\w\s]|(?:telling|saying|mentioning|asking|that|this|it|what|where|who"
     r"|when|why|how|if|whether|to|you|u|him|her|them|me)\b))"
     r"|\b(?:as|like)\s+(?:i|i've|you|u|he|she|they|we|[^\W\d_]+)\s+(?:said|say|told|mentioned|wrote"
     r"|explained)\b|\b(?:told|tell|telling|tells|mentioned|mention)\s+(?:you|u|ya|y'all|everyone|you all"
-    r"|you guys)\b",
+    r"|you guys)\b"
+    # ... and a clause closed by saying "that" ("Dev never said that", "Chloe mentioned that earlier")
+    r"|\b(?:said|say|says|mentioned|mention|told|asked)\s+(?:that|this|it)(?:\s+(?:earlier|before|already))?\W*$",
     re.I,
 )
 

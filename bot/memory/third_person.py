@@ -27,9 +27,11 @@ _LEADING = _rules(
     (r"^i was\b", "{name} was"),
     (r"^my\b", "{name}'s"),
 )
+# "I" and its verb, with up to two adverbs between: listed ones and any in -ly of six letters or more
+# ("finally", "hardly ever"; not the verbs "fly", "rely", "supply", "multiply").
 _I_VERB = re.compile(
-    r"^i\s+((?:also|still|really|just|now|recently|usually|often|sometimes|mostly|never|only|always|rarely"
-    r"|seldom|hardly|barely|actually|even)\s+)?([a-z]+(?:['’][a-z]+)?)(?![\w'’])",
+    r"^i\s+((?:(?:also|still|just|now|often|sometimes|never|ever|only|always|seldom|even"
+    r"|[a-z]{3,}[a-oq-z]ly)\s+){0,2})([a-z]+(?:['’][a-z]+)?)(?![\w'’])",
     re.I,
 )
 _MODALS = frozenset(

@@ -109,3 +109,46 @@ def test_a_model_written_chatter_fact_is_refused_too() -> None:
         }
     )
     assert [f.text for f in accept_facts(answer, chunk, view)] == ["Ana is a nurse", "Ben is in Oslo"]
+
+
+# A second round of held-out phrasings, written after the rules and run once before any change: "never
+# said that" and "mentioned that earlier" failed and were fixed by a general rule (a clause closed by a
+# verb of saying and "that"); the xfails below were left.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ben is hyped for the match",
+        "I'm the queen of procrastination lol",
+        "Dev swears he never said that",
+        "Chloe mentioned that earlier",
+    ],
+)
+def test_second_round_of_held_out_chatter(text: str) -> None:
+    assert chatter(text) or of_the_moment(text)
+
+
+@pytest.mark.parametrize("text", ["I remember names easily", "Ana tells jokes at open mics"])
+def test_second_round_of_held_out_facts(text: str) -> None:
+    assert not chatter(text) and not of_the_moment(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            "I'm lowkey obsessed with this song",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason='"obsessed with" is a lasting interest as often ("obsessed with knitting")',
+            ),
+        ),
+        pytest.param(
+            "Ana is crying at this video 😭",
+            marks=pytest.mark.xfail(
+                strict=True, reason="😭 is laughter or tears; crying with an object is no hyperbole"
+            ),
+        ),
+    ],
+)
+def test_known_misses_of_the_second_round(text: str) -> None:
+    assert chatter(text) or of_the_moment(text)

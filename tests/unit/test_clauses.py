@@ -134,3 +134,56 @@ def test_a_verb_sharing_the_speakers_subject_takes_the_third_person_after_a_pres
     text: str, fact: str
 ) -> None:
     assert third_person(text, "Nia") == fact
+
+
+# A second round of held-out phrasings, written after the rules and run once before any change: "named
+# it Rocket" and "finally" (read as the verb: "Nia finallies got") failed and were fixed by general rules
+# (an object pronoun after "named", any adverb in -ly before the verb); the xfails below were left.
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        (
+            "after 10 years in Berlin I moved back to Dublin, I'm a sound engineer",
+            ["Nia moved back to Dublin after 10 years in Berlin", "Nia is a sound engineer"],
+        ),
+        ("rough day lol but I just got promoted to head chef", ["Nia just got promoted to head chef"]),
+        ("I teach yoga, mostly beginners", ["Nia teaches yoga, mostly beginners"]),
+        ("I finally got a bike, named it Rocket", ["Nia finally got a bike named Rocket"]),
+        (
+            "My band just released an album!! It's called Low Tide",
+            ["Nia's band just released an album named Low Tide"],
+        ),
+        ("we adopted a rescue greyhound last month. she's called Nova", None),  # "we": a model writes it
+        ("I hardly ever cook", ["Nia hardly ever cooks"]),
+        ("I supply bakeries", ["Nia supplies bakeries"]),
+    ],
+)
+def test_second_round_of_held_out_lines(text: str, facts: list[str] | None) -> None:
+    assert written(text) == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        pytest.param(
+            "night shifts all week, I'm a midwife so it's chaos",
+            ["Nia is a midwife"],
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a consequence with its own subject ('so it's ...') stays with its cause, as 'so it's "
+                "always busy' does; telling a comment from a detail would take a list of comments",
+            ),
+            id="so-its-chaos",
+        ),
+        pytest.param(
+            "I work for a startup, the company is called Finch",
+            ["Nia works for a startup named Finch"],
+            marks=pytest.mark.xfail(
+                strict=True, reason="'the <thing> is called' names a thing the clause must find first"
+            ),
+            id="the-company-is-called",
+        ),
+    ],
+)
+def test_known_misses_of_the_second_round(text: str, facts: list[str]) -> None:
+    assert written(text) == facts
