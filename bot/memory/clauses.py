@@ -37,7 +37,11 @@ _CLAUSES = re.compile(
 _NAME_GIVEN = re.compile(rf"^{_NAMING}\s+(?P<name>.+)$", re.I)
 # Where a name ends: before what is said next of its owner ("Tom and he's a chef").
 _NAME_END = re.compile(r"\s+(?:and|but|so|because|who|which)\s+(?:he|she|it|they|i|we|who|is|was)\b.*$", re.I)
-_NOT_A_NAME = frozenset({"a", "an", "like", "something", "so", "not"})
+# Words no name starts with: "it's called a tabby", ", called my mum", ", called in sick".
+_NOT_A_NAME = frozenset(
+    "a an like something so not my your his her our their me you us back in to up off out for on at by "
+    "about".split()
+)
 _MAX_NAME_WORDS = 4
 # A relative date closing a clause: a name goes before it ("had a baby named Leo last week").
 _CLOSING_DATE = re.compile(rf"\s+(?:{RELATIVE_DATE})$", re.I)

@@ -584,23 +584,9 @@ def _names_and_numbers(text: str, name: str) -> set[str]:
 # Words that say how, when or that something changed, not what a fact is about: facts sharing only these
 # ("Chloe eats fish again now", "Chloe lives in Lyon now") are about different things.
 _NOT_A_SUBJECT = stems(
-    " ".join(
-        TURNING_WORDS
-        | CHANGE_WORDS
-        | ADDITION_WORDS
-        | {"again", "still", "really", "just", "always", "usually", "often", "sometimes", "currently", "back"}
-        | {
-            "lately",
-            "recently",
-            "basically",
-            "actually",
-            "every",
-            "today",
-            "tonight",
-            "yesterday",
-            "tomorrow",
-        }
-    ),
+    " ".join(TURNING_WORDS | CHANGE_WORDS | ADDITION_WORDS)
+    + " again still really just always usually often sometimes currently back lately recently basically"
+    + " actually every today tonight yesterday tomorrow",
     every_word=True,
 )
 

@@ -127,8 +127,8 @@ _FEELINGS = re.compile(
 _HYPERBOLE = re.compile(
     r"\bliterally\b|\b(?:basically|practically|pretty much|virtually)\s+(?:an?|the)\b", re.I
 )
-# The speaker "dying", "dead", "screaming" (with laughter): the clause ends there. A bare name before it,
-# never "Ana's cat".
+# "I'm dying", "Dev is dead 💀", "I'm screaming": said of the speaker (a bare name, never "Ana's cat")
+# where the clause ends (not "Emi is dying her hair red"), the hyperbole of a laugh.
 _DYING = re.compile(
     r"^(?:i\s*['’]?\s*m|i am|[^\W\d_][\w-]*\s+(?:is|was))\s+(?:\w+ly\s+|so\s+|actually\s+)?"
     r"(?:dying|dead|deceased|screaming|crying|wheezing)(?:\s+(?:inside|rn|lol|lmao|haha\w*))?\W*$",
