@@ -157,6 +157,7 @@ def test_a_verb_sharing_the_speakers_subject_takes_the_third_person_after_a_pres
             ["Nia's band just released an album named Low Tide"],
         ),
         ("we adopted a rescue greyhound last month. she's called Nova", None),  # "we": a model writes it
+        # not held-out: checks of the adverb fix ("hardly ever" two adverbs, "supply" a verb)
         ("I hardly ever cook", ["Nia hardly ever cooks"]),
         ("I supply bakeries", ["Nia supplies bakeries"]),
     ],
