@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from bot.memory.dates import of_one_day, undated
 from bot.memory.leases import Leases, person_key
 from bot.memory.models import (
     MAX_FACT_CHARS,
@@ -52,6 +53,7 @@ from bot.memory.text import (
     fold,
     folded_words,
     of_today,
+    stems,
     worth_reading,
 )
 
@@ -405,6 +407,14 @@ class Consolidator:
             log.info("consolidation named fact %r, not a candidate; keeping the new fact", target_id)
             return Operation(Decision.KEEP, p.fact, reason="unknown target id")
         target = next(f for f, _ in p.candidates if f.id == target_id)
+        if not same_subject(target.text, p.fact.text, p.fact.user_name):
+            log.debug(
+                "a %s of fact %d: the two facts share no subject (no word besides the name, no word of one"
+                " subject of a life); keeping both",
+                decision,
+                target.id,
+            )
+            return Operation(Decision.KEEP, p.fact, reason="decision on a fact about something else")
         if decision in (Decision.MERGE, Decision.DUPLICATE) and (
             corrected := change_verdict(decision, target.text, p.fact.text, p.fact.user_name)
         ):
@@ -522,14 +532,15 @@ def replaced_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Op
     the name), when the new fact says it changed in words its candidate lacks and adds nothing alongside:
     "Dev's favourite sport is badminton now" replaces "Dev's favourite sport is cricket", "Ben quit
     carpentry" replaces "Ben works as a carpenter". None when the words do not say so, and for what is
-    said of today ("Ben left work early today" retires no job).
+    said of today or dated to one day ("Ben left work early today", "... on 2026-11-24" as extraction
+    writes "yesterday": `dates.of_one_day`) retires no job: the model decides those.
 
     A small model (Qwen2.5 1.5B, bench/quality.py) kept such pairs side by side in its consolidation
     answers, and both stayed active. Asked only which known facts a change makes untrue, it named the
     first one listed whatever they said: 10 of 24 right in a trial on the bench's changes, where always
     naming the first would have got 14.
     """
-    if says_it_grew(fact.text) or of_today(fact.text):
+    if says_it_grew(fact.text) or of_today(fact.text) or of_one_day(fact.text):
         return None
     changed = change_words(fact.text)
     for known, _ in candidates:
@@ -570,12 +581,54 @@ def _names_and_numbers(text: str, name: str) -> set[str]:
     }
 
 
+# Words that say how, when or that something changed, not what a fact is about: facts sharing only these
+# ("Chloe eats fish again now", "Chloe lives in Lyon now") are about different things.
+_NOT_A_SUBJECT = stems(
+    " ".join(TURNING_WORDS | CHANGE_WORDS | ADDITION_WORDS)
+    + " again still really just always usually often sometimes currently back lately recently basically"
+    + " actually every today tonight yesterday tomorrow",
+    every_word=True,
+)
+
+
+def subject_words(text: str, name: str = "") -> set[str]:
+    """The stems of what a fact is about: its informative words but its owner's name, words of change
+    or time (`_NOT_A_SUBJECT`) and its dates (`dates.undated`), which two unrelated facts share as
+    easily as two related ones ("in October 2026")."""
+    return stems(undated(text)) - stems(name) - _NOT_A_SUBJECT
+
+
 def same_topic(old: str, new: str, name: str = "") -> bool:
-    """Whether two facts share an informative word besides their owner's name, as facts about the same
-    thing do ("lives in Paris" / "lives in Berlin now"). A small model merged a new job into a home
-    town and a new hobby into a passing mood (bench/quality.py); such facts share no word."""
-    names = content_words(name)
-    return bool((content_words(old) - names) & (content_words(new) - names))
+    """Whether two facts share a word of what they are about (`subject_words`), as facts about the same
+    thing do ("lives in Paris" / "lived in Berlin"). A small model merged a new job into a home town and
+    a new hobby into a passing mood (bench/quality.py); such facts share no word."""
+    return bool(subject_words(old, name) & subject_words(new, name))
+
+
+# The words of one subject of a life that facts about it state in different words: where someone lives
+# ("lives in Paris" / "moved to Berlin" / "relocated"), their work ("works at the bank" / "a new job"),
+# what they eat ("is vegan" / "eats meat again"). Whole folded words, so "bass" is not "based".
+SUBJECTS = (
+    frozenset(
+        "live lives living lived move moves moved moving relocate relocates relocated relocating based "
+        "reside resides resided residing".split()
+    ),
+    frozenset("work works working worked job jobs employed employer hired retired career".split()),
+    frozenset("eat eats eating ate vegan vegetarian pescatarian meat fish diet".split()),
+)
+
+
+def same_subject(old: str, new: str, name: str = "") -> bool:
+    """Whether a model's MERGE, INVALIDATE or DUPLICATE may join or replace two facts: they share a
+    word of what they are about (`same_topic`) or each holds a word of the same subject of a life
+    (`SUBJECTS`: "Ana moved to Lyon" replaces "Ana lives in Porto"). Otherwise both are kept, whatever
+    the model said: a small model answered MERGE for "Chloe eats fish again now" into an unrelated fact,
+    which the change rule then made an INVALIDATE, and invalidated "Emi barely gets weekends off" with
+    a joke; a wrong pair side by side is safer than a fact lost."""
+    if same_topic(old, new, name):
+        return True
+    old_words, new_words = folded_words(old), folded_words(new)
+    return any(old_words & words and new_words & words for words in SUBJECTS)
 
 
 # Words a merged text may hold that neither fact does: what joins two statements ("formerly", "also").

@@ -107,6 +107,59 @@ def of_the_moment(text: str) -> bool:
     return bool(_MOODS.search(text) or _HYPOTHETICALS.search(text))
 
 
+# How someone feels about what just happened ("Chloe is jealous", "I'm so done"): a person's facts only,
+# since a community's line may well be glad or excited about its plan ("everyone is excited for Friday").
+_FEELING = (
+    r"jealous|envious|excited|nervous|anxious|worried|furious|pissed|salty|thrilled|stoked|hyped|relieved"
+    r"|embarrassed|confused|shocked|speechless|glad|bummed|gutted|devastated|frustrated|irritated"
+    r"|impatient|freaking out|losing it"
+)
+_FEELINGS = re.compile(
+    rf"\b(?:am|is|are|was|were|feel|feels|feeling|felt|i'm|im|'m|'s|’m|’s)\s+(?:so+\s+|really\s+|very\s+"
+    rf"|super\s+|kinda\s+|a bit\s+|pretty\s+|quite\s+|totally\s+|literally\s+|just\s+)?(?:{_FEELING})\b"
+    # "done" and "over it" said of the moment close their clause ("Dev is done with uni" is a fact)
+    r"|\b(?:is|are|am|'m|’m|'s|’s)\s+(?:so+\s+|really\s+|totally\s+|just\s+)?(?:done|over it)\W*$",
+    re.I,
+)
+# Hyperbole: "Ana literally lives at the gym", "I'm basically a professional napper", "I'm practically
+# a local". "Basically" before a verb or an adjective hedges a fact ("I'm basically vegetarian"); before
+# "a" it makes someone what they are not.
+_HYPERBOLE = re.compile(
+    r"\bliterally\b|\b(?:basically|practically|pretty much|virtually)\s+(?:an?|the)\b", re.I
+)
+# "I'm dying", "Dev is dead 💀", "I'm screaming": said of the speaker (a bare name, never "Ana's cat")
+# where the clause ends (not "Emi is dying her hair red"), the hyperbole of a laugh.
+_DYING = re.compile(
+    r"^(?:i\s*['’]?\s*m|i am|[^\W\d_][\w-]*\s+(?:is|was))\s+(?:\w+ly\s+|so\s+|actually\s+)?"
+    r"(?:dying|dead|deceased|screaming|crying|wheezing)(?:\s+(?:inside|rn|lol|lmao|haha\w*))?\W*$",
+    re.I,
+)
+# A statement closed by laughter is a joke: "lol", "lmao", "haha", "jk", 😂, 🤣, 💀 as its last word.
+_LAUGHED = re.compile(r"(?:\b(?:lol+|lmao+|lmfao|rofl|haha\w*|hehe\w*|jk|xd+)\b|[😂🤣😹💀]|/s)[\s\W]*$", re.I)
+# Talk about the talk: remembering or forgetting (not "I still remember my first concert", nor an
+# aside ", remember"), telling and saying ("as I said", "I told you", "never said that").
+_TALK = re.compile(
+    r"(?<!,)(?<!, )\b(?:remember|remembers|remembered|recall|recalls|forget|forgets|forgot|forgotten"
+    r"|forgetting)\b(?=\s*(?:$|[^\w\s]|(?:telling|saying|mentioning|asking|that|this|it|what|where|who"
+    r"|when|why|how|if|whether|to|you|u|him|her|them|me)\b))"
+    r"|\b(?:as|like)\s+(?:i|i've|you|u|he|she|they|we|[^\W\d_]+)\s+(?:said|say|told|mentioned|wrote"
+    r"|explained)\b|\b(?:told|tell|telling|tells|mentioned|mention)\s+(?:you|u|ya|y'all|everyone|you all"
+    r"|you guys)\b"
+    # ... and a clause closed by saying "that" ("Dev never said that", "Chloe mentioned that earlier")
+    r"|\b(?:said|say|says|mentioned|mention|told|asked)\s+(?:that|this|it)(?:\s+(?:earlier|before|already))?\W*$",
+    re.I,
+)
+
+
+def chatter(text: str) -> bool:
+    """Whether `text` is chatter rather than a fact about someone: a feeling of the moment, hyperbole or
+    a joke, or talk about the talk. A small model "counting" every line has the bot read each by its
+    rules, and these came back as facts: "Chloe is jealous", "Emi is dying 😂", "Emi is basically a
+    professional napper on Sundays", "Chloe doesn't remember telling you that", "Dev keeps forgetting".
+    For people's facts; a community line is judged by `of_the_moment` alone."""
+    return any(pattern.search(text.strip()) for pattern in (_FEELINGS, _HYPERBOLE, _DYING, _LAUGHED, _TALK))
+
+
 _SENTENCE_ENDS = re.compile(r"(?<=[.!?])\s+")
 # A sentence that asks without its "?": "anyone know a good vet", "do you like jazz".
 _ASKING = re.compile(

@@ -4,7 +4,7 @@ The model proposes; this module disposes: a fact is accepted only for a human wh
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that
 one person's words can never become another person's memory. Sensitive facts (health, beliefs,
 finances, contact data ...) are never kept from ordinary chat: only when their owner asks
-(`remembering.py`); secrets, moods, hypotheticals and questions never (`durable.py`).
+(`remembering.py`); secrets, moods, hypotheticals, chatter and questions never (`durable.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from datetime import date, datetime
 
 from bot.memory.community import accept_community, chunk_channels
 from bot.memory.counting import CountingWatch
-from bot.memory.durable import holds_secret, of_the_moment, secret_values, sensitive, statements
+from bot.memory.dates import absolute_dates
+from bot.memory.durable import chatter, holds_secret, of_the_moment, secret_values, sensitive, statements
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
 from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
 from bot.memory.prompts import (
@@ -330,6 +331,14 @@ def _copied_from(
     return leader if leader != user_id and best[leader] >= COPIED_SHARE and best[leader] > own else None
 
 
+def _said_at(cited: list[str], own: list[str], chunk: list[BufferedMessage]) -> datetime:
+    """When a fact was said, for its relative dates: its first cited message of the chunk, else its
+    owner's last message."""
+    stamps = {m.message_id: m.created_at for m in chunk}
+    said = next((mid for mid in cited if mid in stamps), own[-1])
+    return datetime.fromisoformat(stamps[said].replace("Z", "+00:00"))
+
+
 def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: ChunkView) -> list[NewFact]:
     """Validate the model's answer against the chunk: right speaker, own sources, no duplicates.
 
@@ -339,7 +348,8 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
     with the owner's messages as sources. A line copied in the first person belongs to whoever wrote
     it (small models copy lines and file them under the wrong speaker), and is rewritten about them;
     one copied from the bot's line is nobody's; one holding no word its owner said is made up. Secrets,
-    moods, hypotheticals and questions are refused (a statement before a question keeps the statement).
+    moods, hypotheticals, chatter and questions are refused (a statement before a question keeps the
+    statement). A relative date is written as the date it meant when its line was said (`dates`).
     """
     scope = chunk[0].scope
     humans = {m.author_id: m.author_name for m in chunk if not m.is_bot}
@@ -375,6 +385,11 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         if of_the_moment(text):
             log.info("refused an extracted fact for %r: a mood or a hypothetical, nothing lasting", user_id)
             continue
+        if chatter(text):
+            log.info(
+                "refused an extracted fact for %r: chatter (a feeling, a joke, talk about the talk)", user_id
+            )
+            continue
         if item.sensitive or sensitive(text):  # kept only when the person asks (remember), never from chat
             log.info("did not keep a sensitive fact about %r learned from chat", user_id)
             continue
@@ -395,7 +410,10 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
                 continue
             # A line copied in the first person is about whoever wrote that line.
             user_id = copied
-        text = third_person(text, humans[user_id])
+        cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
+        text = absolute_dates(
+            third_person(text, humans[user_id]), _said_at(cited, own_messages[user_id], chunk)
+        )
         if len(text) > MAX_FACT_CHARS:  # never cut: a statement that long is no single fact
             log.info("refused an extracted fact for %r: over %d characters", user_id, MAX_FACT_CHARS)
             continue
@@ -417,7 +435,6 @@ def accept_facts(result: ExtractionResult, chunk: list[BufferedMessage], view: C
         if not _grounded(text, own_texts, name_stems):
             log.info("refused an extracted fact for %r: its owner said none of its words", user_id)
             continue
-        cited = [view.local_ids.get(c.strip().lower(), c.strip()) for c in item.sources]
         sources = [mid for mid in cited if mid in own]
         if cited and not sources:
             if words and not owner_support:

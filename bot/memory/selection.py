@@ -5,8 +5,8 @@ Asked to list every fact of a 50-message chunk, a small local model (bench/quali
 proposed a third of the self-statements or none, and looped when it did list them. Asked only for the
 ids of the lines that state something durable, it answers in a few dozen tokens and finds most of them.
 The bot then writes each chosen line's facts itself where it can: an English first-person clause ("I
-live in Porto", "my dog is Rex") is the speaker's own statement, rewritten by `third_person` in
-`accept_facts`. Where it cannot (another language, a statement without its subject, a line about the
+live in Porto", "my dog is Rex") is the speaker's own statement (`clauses.own_clauses`), rewritten by
+`third_person` in `accept_facts`. Where it cannot (another language, a statement without its subject, a line about the
 server), the line goes to a short second call that writes only those lines (`REWRITE_SYSTEM`).
 Whatever writes a fact, `accept_facts` and `accept_community` judge it as they judge an enumerated one.
 """
@@ -17,6 +17,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from bot.memory.clauses import FIRST_PERSON_WORD, own_clauses
 from bot.memory.durable import statements
 from bot.memory.models import BufferedMessage
 from bot.memory.ports import PartialCheck
@@ -29,68 +30,8 @@ from bot.memory.text import (
     strip_background_blocks,
     worth_reading,
 )
-from bot.memory.third_person import third_person
 
 log = logging.getLogger(__name__)
-
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
-# A clause break before a new first-person subject: "I'm Ben, I work as a carpenter", "... and my dog ...".
-# Not ", so my ...": what follows "so" is the first clause's consequence, one fact with it.
-_CLAUSES = re.compile(
-    r"\s*(?:[,;]\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)(?=(?:i|i'm|i’m|im|i've|i'll|my)\b)", re.I
-)
-# A time or place said before the subject: "in the evenings I play the cello" -> "I play the cello in the
-# evenings", which `third_person` can write.
-_LEAD = re.compile(
-    r"^((?:in|on|at|for|since|after|before|during|every|most|these days|nowadays|lately|recently"
-    r"|sometimes|usually|often)\b[^,.!?]{0,40}?),?\s+((?:i|i'm|i’m|i've|my)\b.*)$",
-    re.I,
-)
-# Words a chat line opens with before its statement: "btw I live in Oslo", "oh and I have a cat".
-_OPENERS = re.compile(
-    r"^(?:(?:also|btw|oh|and|so|well|yeah|yep|yes|no|nope|actually|anyway|lol|haha|ok|okay|update|news"
-    r"|hey|hi|hello|fun fact|by the way)\b[\s,:;!.-]*)+",
-    re.I,
-)
-# A few words and a colon before the statement: "big news: I moved to Bergen", "update: I quit".
-_LEAD_IN = re.compile(r"^(?:[\w'’]+\s+){0,2}[\w'’]+:\s+(?=\S)")
-# Words a chat line closes a statement with: "I live in Oslo btw", "I'm a pharmacist, remember". A word
-# people also state things with ("I remember", "anyway") counts only after a comma.
-_CLOSERS = re.compile(
-    r"(?:\s*,\s*(?:remember|anyway|you know|honestly|btw|lol|haha+|lmao|tbh|fyi|ngl)"
-    r"|\s+(?:btw|lol|haha+|lmao|tbh|fyi|ngl))+$",
-    re.I,
-)
-# "I think Ben is moving", "I agree", "I'm not sure about that one", "I need to ...", "I want ...": the
-# speaker's view of the talk, a need or a wish, not a fact about them.
-_NOT_ABOUT_THEM = re.compile(
-    r"^i(?:\s*'\s*m|\s+am)?\s+(?:not\s+|so\s+|really\s+|totally\s+)?(?:think|thought|heard|hear|guess|believe|bet"
-    r"|suppose|reckon|doubt|wonder|feel like|assume|agree|agreed|disagree|mean|meant|know|see|saw that"
-    r"|understand|hope|need|have to|gotta|want|wanna|would|'d|sure|kidding|joking)\b",
-    re.I,
-)
-# "that recipe looks amazing", "the new episode was so good", "it's raining": a clause whose subject is
-# something else, with no first-person word, says nothing about its speaker.
-_OTHER_SUBJECT = re.compile(
-    r"^(?:that|this|these|those|the|it|it's|its|there|there's|he|he's|she|she's|they|they're|his|her|their)\b",
-    re.I,
-)
-# "I'll check it later", "I'm going to grab lunch": a plan is kept only with its date ("I'm running a
-# half marathon on April 12" says when).
-_FUTURE = re.compile(r"^i(?:\s*'\s*ll|\s+will|\s*'\s*m going to|\s+am going to|\s*'\s*m gonna)\b", re.I)
-_WHEN = re.compile(
-    r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri"
-    r"|satur|sun)day|\bnext (?:week|month|year|spring|summer|autumn|fall|winter)\b",
-    re.I,
-)
-# Words of a greeting or a sign-off: a clause of only these (and names) says nothing to keep.
-_GREETING = content_words(
-    "hey hello hiya everyone everybody all folks guys people morning evening night there thanks thank "
-    "welcome lol haha yeah yes okay cheers here"
-)
-# A first-person word of a line about the server: "we meet on Fridays" needs a model to write.
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|me|my|mine|we|we're|us|our|ours)\b", re.I)
-
 
 # A selection that takes nearly every line of a chunk (small models answer m1..m50) tells nothing: the
 # bot then writes only what it can write itself and asks no model to write the rest, which would be
@@ -147,7 +88,7 @@ def write_selected(
         if line.kind == "community":
             if not community:
                 continue
-            if _FIRST_PERSON.search(text):
+            if FIRST_PERSON_WORD.search(text):  # "we meet on Fridays" needs a model to write
                 written.rewrite.append(line.id)
             else:
                 written.community.append(CommunityFact(text=text, sources=[line.id]))
@@ -269,40 +210,3 @@ def select_budget(lines: int, *, community: bool) -> int:
     episodes' points with community memory. A model listing every line under every kind is cut off
     there, and its answer read as choosing every line (`extract._select`)."""
     return SELECT_BASE_TOKENS + SELECT_TOKENS_PER_LINE * lines + (SELECT_EPISODE_TOKENS if community else 0)
-
-
-def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
-    """The first-person clauses of `text` the bot can turn into facts about `speaker` itself ("I'm Ben,
-    I work as a carpenter" -> ["I work as a carpenter"]), or None when a clause that says something is
-    not one (another language, no subject): then a model writes the line. Empty: nothing to keep.
-
-    Greetings and names alone are dropped ("hi all!", "I'm Ben"), and so are the speaker's view of the
-    talk, needs and wishes ("I think ...", "I agree", "I want ..."), a clause about something else
-    ("that recipe looks amazing": a model chose such lines, and its rewrite call wrote nothing from
-    them, 6 s of a flush) and a plan without its date ("I'll check it later"); a one-word aside beside a
-    first-person clause ("new here, I live in Porto") is too.
-    A time or place said first is moved after the statement ("in the evenings I play the cello").
-    """
-    kept: list[str] = []
-    unwritten = False  # a short clause the bot cannot write: "new here", "teacher."
-    for sentence in _SENTENCES.split(text):
-        for part in _CLAUSES.split(sentence):
-            clause = _OPENERS.sub("", _LEAD_IN.sub("", part.strip())).strip(" ,;:-").rstrip(".!… ")
-            clause = _CLOSERS.sub("", clause)
-            if lead := _LEAD.match(clause):
-                clause = f"{lead.group(2)} {lead.group(1)}"
-            said = content_words(clause) - names - _GREETING
-            if (
-                not said
-                or _NOT_ABOUT_THEM.match(clause)
-                or (_OTHER_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause))
-                or (_FUTURE.match(clause) and not _WHEN.search(clause))
-            ):
-                continue
-            if third_person(clause, speaker) != clause:
-                kept.append(clause)
-            elif len(said) > 1:
-                return None
-            else:
-                unwritten = True
-    return None if unwritten and not kept else kept

@@ -27,9 +27,11 @@ _LEADING = _rules(
     (r"^i was\b", "{name} was"),
     (r"^my\b", "{name}'s"),
 )
+# "I" and its verb, with up to two adverbs between: listed ones and any in -ly of six letters or more
+# ("finally", "hardly ever"; not the verbs "fly", "rely", "supply", "multiply").
 _I_VERB = re.compile(
-    r"^i\s+((?:also|still|really|just|now|recently|usually|often|sometimes|mostly|never|only|always|rarely"
-    r"|seldom|hardly|barely|actually|even)\s+)?([a-z]+(?:['’][a-z]+)?)(?![\w'’])",
+    r"^i\s+((?:(?:also|still|just|now|often|sometimes|never|ever|only|always|seldom|even"
+    r"|[a-z]{3,}[a-oq-z]ly)\s+){0,2})([a-z]+(?:['’][a-z]+)?)(?![\w'’])",
     re.I,
 )
 _MODALS = frozenset(
@@ -59,26 +61,49 @@ _LATER = _rules(
 )
 
 
+# Verbs a second clause of the speaker's often starts with, its subject left out: "I live in Porto and
+# work in Braga" -> "... and works in Braga". Only these, and only with a word after them: "and dance"
+# closing "I love music and dance" is a noun as often.
+_SHARED_SUBJECT = re.compile(
+    r"\b(and|but|or)\s+((?:also|still|now|often|usually|sometimes|never|always|mostly)\s+)?(work|live|study"
+    r"|teach|play|sing|write|run|own|have|love|like|enjoy|hate|speak|cook|ride|drive|make|build|coach"
+    r"|volunteer|manage|go|read|paint|draw|dance|swim|knit|bake|grow|keep|collect|help|raise|do|watch"
+    r"|travel|visit|use|sell|fix|design|code|brew|climb|hike|walk|cycle|host|organise|organize|practise"
+    r"|practice|commute|rent|share|spend|look|care|know|learn|tutor|mentor)\b(?=\s+[\w'’])",
+    re.I,
+)
+# The leading subjects (the first of `_LEADING`) after which a verb sharing the subject takes the third
+# person too ("I'm a nurse and work nights"); not after "I'll" or "I was" ("I'll move and work there").
+_PRESENT_SUBJECTS = 2
+
+
 def third_person(text: str, name: str) -> str:
     """`text` about `name` when it starts with an English first-person subject; else `text` unchanged."""
     stripped = text.strip()
-    for pattern, replacement in _LEADING:
+    for index, (pattern, replacement) in enumerate(_LEADING):
         if pattern.match(stripped):
             head = pattern.sub(replacement.format(name=name), stripped, count=1)
-            return _later(head, len(replacement.format(name=name)))
+            return _later(head, len(replacement.format(name=name)), shared=index < _PRESENT_SUBJECTS)
     match = _I_VERB.match(stripped)
     if match is None:
         return text
     adverb, verb = match.group(1) or "", match.group(2)
-    head = f"{name} {adverb}{_third_person_verb(verb)}"
-    return _later(head + stripped[match.end() :], len(head))
+    written = _third_person_verb(verb)
+    head = f"{name} {adverb}{written}"
+    # "I can swim and play chess", "I don't eat meat and drink milk": "play" goes with "can", not with the
+    # speaker; after a past verb, one of the list is in the present ("I moved to Lyon and love it")
+    low = verb.lower().replace("’", "'")
+    return _later(head + stripped[match.end() :], len(head), shared=low not in _MODALS and "'" not in low)
 
 
-def _later(text: str, start: int) -> str:
-    """The rest of the sentence after its rewritten subject, with the speaker's other mentions."""
+def _later(text: str, start: int, *, shared: bool) -> str:
+    """The rest of the sentence after its rewritten subject, with the speaker's other mentions and, when
+    `shared` (its verb is in the present), the verbs of the clauses sharing its subject."""
     rest = text[start:]
     for pattern, replacement in _LATER:
         rest = pattern.sub(replacement, rest)
+    if shared:
+        rest = _SHARED_SUBJECT.sub(lambda m: f"{m[1]} {m[2] or ''}{_third_person_verb(m[3])}", rest)
     return text[:start] + rest
 
 

@@ -736,6 +736,8 @@ async def selecting(settings: Settings, embedder: FakeEmbedder, llm: FakeLLM) ->
         ("Alice plays the cello", "Alice plays the drums", False),
         # a change of the day, not of her life
         ("Alice works at the town office", "Alice left the office early today", False),
+        # ... and so is an event extraction dated to one day ("yesterday", "today")
+        ("Alice works at the town office", "Alice left the office early on 2026-11-23", False),
     ],
 )
 async def test_with_selection_a_change_replaces_its_candidate_about_the_same_thing_without_a_model(

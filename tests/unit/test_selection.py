@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from bot.memory.clauses import own_clauses
 from bot.memory.durable import sensitive
 from bot.memory.extract import SELECT, extract_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
 from bot.memory.ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.prompts import REWRITE_TASK, SELECT_TASK, SelectionResult
-from bot.memory.selection import own_clauses, select_budget, selection_check
+from bot.memory.selection import select_budget, selection_check
 from tests.unit.test_extract import NOW
 
 T = TypeVar("T", bound=BaseModel)
@@ -100,7 +101,10 @@ async def test_a_change_the_choosing_model_passed_over_is_written_all_the_same()
     ]
     model = Answers({"self": ["m1"]})
     facts = await facts_of(chunk, model)
-    assert facts == {ANA: ["Ana lives in Porto"], BEN: ["Ben moved from Ghent to Bergen last week"]}
+    assert facts == {
+        ANA: ["Ana lives in Porto"],
+        BEN: ["Ben moved from Ghent to Bergen in the week of 2026-11-16"],
+    }
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]
 
 
@@ -231,9 +235,10 @@ async def test_a_community_line_is_taken_as_said_or_written_by_the_rewrite_when_
             "I'm in a terrible mood this morning",
             ["I'm in a terrible mood this morning"],
         ),  # accept_facts refuses it
+        # a new first-person clause after "so" is judged alone ("..., so I'm always tired" is a mood)
         (
             "I work as a nurse, so my hours are all over the place",
-            ["I work as a nurse, so my hours are all over the place"],
+            ["I work as a nurse", "my hours are all over the place"],
         ),
     ],
 )
