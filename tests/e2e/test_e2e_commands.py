@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from bot.discord_bot.client import RESTARTING
-from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
 from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
     NOTHING_FORGOTTEN_TIMEOUT,
     REFUSE_OTHERS_GUILD,
 )
+from bot.discord_bot.error_replies import NEED_MANAGE_SERVER
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.storage import Store
 from bot.storage.sqlite.search import owner_token

@@ -12,13 +12,6 @@ import pytest
 from discord import app_commands
 
 from bot.discord_bot.cogs.admin import format_stats
-from bot.discord_bot.cogs.errors import (
-    GENERIC_FAILURE,
-    GUILD_ONLY,
-    NEED_MANAGE_SERVER,
-    report_error,
-    user_message,
-)
 from bot.discord_bot.cogs.memory_commands import (
     NOT_YOURS,
     NOTHING_FORGOTTEN,
@@ -35,6 +28,13 @@ from bot.discord_bot.cogs.memory_commands import (
     paginate,
     recap_start,
     where_learned,
+)
+from bot.discord_bot.error_replies import (
+    GENERIC_FAILURE,
+    GUILD_ONLY,
+    NEED_MANAGE_SERVER,
+    report_error,
+    user_message,
 )
 from bot.memory.consult import MCP_ORIGIN
 from bot.memory.models import Episode, Fact, FactStatus, NewFact, Origin, Source

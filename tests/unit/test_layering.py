@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.discord_bot.client import COGS
 from bot.memory.ports import Storage
 from bot.storage.postgres import Store as PostgresStore
 from bot.storage.sqlite import Store as SqliteStore
@@ -188,3 +189,23 @@ def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_the_admin_l
     for path in (ROOT / "bot" / "mcp").rglob("*.py"):
         borrowed |= {".".join(m.split(".")[:3]) for m in imports_of(path) if m.startswith("bot.discord_bot.")}
     assert borrowed == SHARED_WITH_MCP
+
+
+def is_cog(path: Path) -> bool:
+    """A cog module is one discord.py can load as an extension: it has a top-level `async def setup`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.AsyncFunctionDef) and node.name == "setup" for node in tree.body)
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def test_cogs_holds_only_cogs_and_the_client_loads_every_one() -> None:
+    """Every module in cogs/ is a cog the client loads as an extension; what is not a cog (a helper, a
+    view) lives beside cogs/."""
+    modules = [
+        p for p in sorted((ROOT / "bot" / "discord_bot" / "cogs").glob("*.py")) if p.stem != "__init__"
+    ]
+    assert [p.name for p in modules if not is_cog(p)] == []
+    assert sorted(COGS) == sorted(module_name(p) for p in modules)

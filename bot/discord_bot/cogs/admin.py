@@ -19,8 +19,8 @@ from discord.ext import commands
 
 from bot.app import provider_name
 from bot.discord_bot.adminlog import plural
+from bot.discord_bot.answers import Reply, answer
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.cogs.answers import Reply, answer
 from bot.discord_bot.cogs.memory_commands import (
     MAX_LISTED,
     NOT_A_CATEGORY,

@@ -19,7 +19,7 @@ from bot.discord_bot.attachments import AttachmentReader, attachment_limits
 from bot.discord_bot.audience import decides_here
 from bot.discord_bot.client import MemoryBot
 from bot.discord_bot.cogs import telling
-from bot.discord_bot.cogs.conversation import recall_query, said_turns
+from bot.discord_bot.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest

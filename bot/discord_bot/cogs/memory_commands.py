@@ -19,11 +19,11 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.discord_bot.adminlog import plural
+from bot.discord_bot.answers import Reply, answer
 from bot.discord_bot.audience import Said
 from bot.discord_bot.client import RESTARTING, MemoryBot
-from bot.discord_bot.cogs.answers import Reply, answer
-from bot.discord_bot.cogs.errors import report_error
 from bot.discord_bot.discord_text import speaker_name
+from bot.discord_bot.error_replies import report_error
 from bot.memory.community import MAX_SUMMARY_CHARS
 from bot.memory.consult import MCP_ORIGIN
 from bot.memory.models import (

@@ -16,8 +16,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.discord_bot.adminlog import plural
+from bot.discord_bot.answers import Reply, answer
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.cogs.answers import Reply, answer
 from bot.discord_bot.cogs.memory_commands import ConfirmView, OwnerOnlyView, forgot_text
 from bot.discord_bot.discord_text import speaker_name
 from bot.memory.models import MAX_FACT_CHARS, Decision, Fact, Origin, guild_scope
