@@ -135,11 +135,11 @@ def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature(
 
 
 def test_only_the_composition_root_opens_storage() -> None:
-    """The CLI, the Discord client and its cogs reach memory through the engine's use cases."""
+    """The CLI, the Discord client, its cogs and widgets reach memory through the engine's use cases."""
     outside = [
         p
         for p in sorted((ROOT / "bot").rglob("*.py"))
-        if p.parts[-2] in ("bot", "discord_bot", "cogs", "mcp")
+        if p.parts[-2] in ("bot", "discord_bot", "cogs", "ui", "mcp")
     ]
     assert len(outside) > 20
     for path in outside:
@@ -209,3 +209,15 @@ def test_cogs_holds_only_cogs_and_the_client_loads_every_one() -> None:
     ]
     assert [p.name for p in modules if not is_cog(p)] == []
     assert sorted(COGS) == sorted(module_name(p) for p in modules)
+
+
+def test_no_cog_imports_another_cog_and_the_widgets_import_none() -> None:
+    """A cog is loaded as an extension, which executes its module afresh: a module importing it would hold
+    another copy (a constant patched in one is not the other's). So no module of bot/ imports a cog, not
+    another cog and not ui/; what cogs share lives in discord_bot/ and its widgets in ui/."""
+    cogs = {module_name(p) for p in (ROOT / "bot" / "discord_bot").rglob("*.py") if is_cog(p)}
+    assert cogs >= {"bot.discord_bot.cogs.memory_commands", "bot.discord_bot.cogs.admin"}
+    widgets = sorted((ROOT / "bot" / "discord_bot" / "ui").glob("*.py"))
+    assert len(widgets) > 5 and not any(is_cog(p) for p in widgets)
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        assert imports_of(path) & cogs == set(), module_name(path)

@@ -20,25 +20,17 @@ from discord.ext import commands
 from bot.app import provider_name
 from bot.discord_bot.adminlog import plural
 from bot.discord_bot.answers import Reply, answer
+from bot.discord_bot.channel_option import NOT_A_CATEGORY, ChannelOption
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.cogs.memory_commands import (
-    MAX_LISTED,
-    NOT_A_CATEGORY,
-    ChannelOption,
-    ConfirmView,
-    EpisodesPager,
-    FactsPager,
-    display_name,
-    episode_entry,
-    episode_form,
-    fact_choices,
-    fact_entry,
-    fact_form,
-    forget_all_question,
-    forgot_text,
-    readable_by,
-    readable_here,
-)
+from bot.discord_bot.discord_text import display_name
+from bot.discord_bot.ui.confirm import ConfirmView
+from bot.discord_bot.ui.episode_entries import episode_entry
+from bot.discord_bot.ui.fact_entries import fact_choices, fact_entry
+from bot.discord_bot.ui.forgetting import forget_all_question, forgot_text
+from bot.discord_bot.ui.forms import episode_form, fact_form
+from bot.discord_bot.ui.listings import EpisodesPager, FactsPager
+from bot.discord_bot.ui.pages import MAX_LISTED
+from bot.discord_bot.visibility import readable_by, readable_here
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, GuildSettings, guild_scope
 from bot.memory.service import PERSONA_MAX_CHARS
 from bot.memory.shared import also_removed

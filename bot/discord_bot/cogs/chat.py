@@ -15,12 +15,13 @@ import discord
 from discord.ext import commands
 
 from bot.app import provider_name
+from bot.discord_bot import remember_request
 from bot.discord_bot.attachments import AttachmentReader, attachment_limits
 from bot.discord_bot.audience import decides_here
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.cogs import telling
 from bot.discord_bot.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
+from bot.discord_bot.ui import forgetting
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso
@@ -437,7 +438,7 @@ class Chat(commands.Cog):
             if call.name == REMEMBER_TOOL.name:  # from the author's own words: the model only points
                 own = strip_mentions(message.content)
                 lines.append(
-                    await telling.remember(
+                    await remember_request.remember(
                         self.bot.memory,
                         user=message.author,
                         guild_id=message.guild.id if message.guild else None,
@@ -449,7 +450,7 @@ class Chat(commands.Cog):
                     )
                 )
             elif call.name == FORGET_TOOL.name and view is None:
-                text, view = await telling.forget_request(
+                text, view = await forgetting.forget_request(
                     self.bot.memory,
                     user=message.author,
                     guild_id=message.guild.id if message.guild else None,
@@ -464,7 +465,7 @@ class Chat(commands.Cog):
                     message.channel.id,
                 )
         reply = await self.swap(message, sent, "\n".join(lines) or FAILED_REPLY, view=view)
-        if isinstance(view, telling.ForgetRequest):
+        if isinstance(view, forgetting.ForgetRequest):
             view.message = reply
 
     def kept_out(self, message: discord.Message) -> bool:
