@@ -11,7 +11,6 @@ import discord
 import pytest
 from discord import app_commands
 
-from bot.discord_bot.cogs.admin import format_stats
 from bot.discord_bot.cogs.memory_commands import recap_start
 from bot.discord_bot.error_replies import (
     GENERIC_FAILURE,
@@ -20,6 +19,7 @@ from bot.discord_bot.error_replies import (
     report_error,
     user_message,
 )
+from bot.discord_bot.ui.admin_reports import format_stats
 from bot.discord_bot.ui.confirm import NOTHING_FORGOTTEN, NOTHING_FORGOTTEN_TIMEOUT, ConfirmView
 from bot.discord_bot.ui.episode_entries import episode_entry
 from bot.discord_bot.ui.fact_entries import choice_name, fact_choices, fact_entry, where_learned
@@ -418,7 +418,7 @@ def test_the_persona_in_force_is_the_channels_then_its_parents_then_the_servers(
 
 
 def test_a_status_with_many_channel_personas_fits_one_message() -> None:
-    from bot.discord_bot.cogs.admin import STATUS_MAX_CHARS, format_status
+    from bot.discord_bot.ui.admin_reports import STATUS_MAX_CHARS, format_status
     from bot.memory.models import GuildSettings
 
     many = {str(1000 + i): "x" * 500 for i in range(40)}
