@@ -1,10 +1,13 @@
-"""Discord text: people's names as the bot writes them, and splitting a long answer into messages
-without breaking paragraphs or code fences."""
+"""Discord text: people's names as the bot writes them, times in each reader's time zone, and splitting
+a long answer into messages without breaking paragraphs or code fences."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
+
+import discord
 
 from bot.memory.text import clean
 
@@ -17,6 +20,16 @@ _FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$", re.M)
 def speaker_name(user: Any) -> str:
     """A member's display name (or user name), cleaned like message text: names reach prompts and files."""
     return clean(getattr(user, "display_name", None) or user.name) or str(user.id)
+
+
+def display_name(user: discord.abc.User) -> str:
+    """A name safe to put in bold text (markdown escaped; mentions never ping in our messages anyway)."""
+    return discord.utils.escape_markdown(getattr(user, "display_name", None) or user.name)
+
+
+def discord_time(moment: str, style: str = "f") -> str:
+    """A stored ISO time as Discord's timestamp markup, which each reader sees in their own time zone."""
+    return f"<t:{int(datetime.fromisoformat(moment).timestamp())}:{style}>"
 
 
 def _open_fence(text: str) -> tuple[str, str] | None:

@@ -14,13 +14,11 @@ from typing import Any
 import pytest
 
 from bot.discord_bot.client import RESTARTING
-from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
-from bot.discord_bot.cogs.memory_commands import (
-    NOT_YOURS,
-    NOTHING_FORGOTTEN,
-    NOTHING_FORGOTTEN_TIMEOUT,
-    REFUSE_OTHERS_GUILD,
-)
+from bot.discord_bot.cogs.memory_commands import REFUSE_OTHERS_GUILD
+from bot.discord_bot.error_replies import NEED_MANAGE_SERVER
+from bot.discord_bot.ui import confirm
+from bot.discord_bot.ui.confirm import NOTHING_FORGOTTEN, NOTHING_FORGOTTEN_TIMEOUT
+from bot.discord_bot.ui.owned import NOT_YOURS
 from bot.memory.models import Decision, NewFact, Operation, Origin
 from bot.storage import Store
 from bot.storage.sqlite.search import owner_token
@@ -414,9 +412,7 @@ async def test_forget_all_left_to_expire_removes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with world(tmp_path) as w:
-        # load_extension executes the cog module afresh: patch the module the bot loaded, not an import of it.
-        live = w.bot.extensions["bot.discord_bot.cogs.memory_commands"]
-        monkeypatch.setattr(live, "CONFIRM_TIMEOUT_SECONDS", 0.5)
+        monkeypatch.setattr(confirm, "CONFIRM_TIMEOUT_SECONDS", 0.5)  # ui/ is imported, never run as a cog
 
         ids = await seed(w, w.alpha, w.alice, ["alice rides a unicycle", "alice speaks Finnish"])
         inter, data = await command(w, w.alice, "forget", w.alpha, subcommand="all")

@@ -13,13 +13,9 @@ from typing import Any
 import pytest
 
 from bot.discord_bot.cogs.admin import BUSY
-from bot.discord_bot.cogs.errors import NEED_MANAGE_SERVER
-from bot.discord_bot.cogs.memory_commands import (
-    NOTHING_FORGOTTEN,
-    RECAP_IN_DMS,
-    RECAP_MEMORY_OFF,
-    UNKNOWN_SINCE,
-)
+from bot.discord_bot.cogs.memory_commands import RECAP_IN_DMS, RECAP_MEMORY_OFF, UNKNOWN_SINCE
+from bot.discord_bot.error_replies import NEED_MANAGE_SERVER
+from bot.discord_bot.ui.confirm import NOTHING_FORGOTTEN
 from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, NewFact, Origin, utcnow
 from standins.discord import InteractionRecord
 from tests.e2e import world as world_module

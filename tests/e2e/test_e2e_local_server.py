@@ -5,12 +5,12 @@ a reply never loses to the bot's learning, and a slow server's answers are used,
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.discord_bot import streaming
 from bot.discord_bot.discord_text import STREAMING_MARKER
 from bot.memory.ports import Purpose
 from tests.e2e import world as world_module
@@ -118,8 +118,7 @@ async def test_a_slow_answer_is_announced_then_takes_the_note_over(
     """No word of the answer by SLOW_REPLY_SECONDS: the member reads that it is coming, and the answer
     then replaces that note in the same message (no failure, no second message)."""
     async with world(tmp_path) as w:
-        chat_cog = sys.modules["bot.discord_bot.cogs.chat"]  # as the bot loaded it (an extension)
-        monkeypatch.setattr(chat_cog, "SLOW_REPLY_SECONDS", 0.3)
+        monkeypatch.setattr(streaming, "SLOW_REPLY_SECONDS", 0.3)
         like_a_local_server(w)
         w.gemini.latency = 1.0
         w.brain.chat_reply = ANSWER
@@ -131,7 +130,7 @@ async def test_a_slow_answer_is_announced_then_takes_the_note_over(
             for r in w.discord.requests
             if r.method == "POST" and r.path.endswith("/messages") and isinstance(r.json, dict)
         ]
-        assert any(text.startswith(chat_cog.SLOW_REPLY_NOTE) for text in posted), posted
+        assert any(text.startswith(streaming.SLOW_REPLY_NOTE) for text in posted), posted
         replies = [
             m
             for m in w.discord.bot_messages(w.general)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.discord_bot.cogs.memory_commands import NOT_YOURS
-from bot.discord_bot.cogs.telling import NOTHING_MATCHES
+from bot.discord_bot.ui.forgetting import NOTHING_MATCHES
+from bot.discord_bot.ui.owned import NOT_YOURS
 from bot.memory import consult
 from bot.memory.consult import Reader
 from bot.memory.models import Fact

@@ -1,4 +1,4 @@
-"""The command cogs' helpers and views without Discord: page text, choices, permissions, buttons, errors."""
+"""The commands' widgets (ui/) and helpers without Discord: page text, choices, permissions, buttons, errors."""
 
 from __future__ import annotations
 
@@ -11,31 +11,23 @@ import discord
 import pytest
 from discord import app_commands
 
-from bot.discord_bot.cogs.admin import format_stats
-from bot.discord_bot.cogs.errors import (
+from bot.discord_bot.cogs.memory_commands import recap_start
+from bot.discord_bot.error_replies import (
     GENERIC_FAILURE,
     GUILD_ONLY,
     NEED_MANAGE_SERVER,
     report_error,
     user_message,
 )
-from bot.discord_bot.cogs.memory_commands import (
-    NOT_YOURS,
-    NOTHING_FORGOTTEN,
-    NOTHING_FORGOTTEN_TIMEOUT,
-    ConfirmView,
-    FactsPager,
-    choice_name,
-    episode_entry,
-    fact_choices,
-    fact_entry,
-    forgot_text,
-    format_page,
-    may_view_facts,
-    paginate,
-    recap_start,
-    where_learned,
-)
+from bot.discord_bot.ui.admin_reports import format_stats
+from bot.discord_bot.ui.confirm import NOTHING_FORGOTTEN, NOTHING_FORGOTTEN_TIMEOUT, ConfirmView
+from bot.discord_bot.ui.episode_entries import episode_entry
+from bot.discord_bot.ui.fact_entries import choice_name, fact_choices, fact_entry, where_learned
+from bot.discord_bot.ui.forgetting import forgot_text
+from bot.discord_bot.ui.listings import FactsPager
+from bot.discord_bot.ui.owned import NOT_YOURS
+from bot.discord_bot.ui.pages import format_page, paginate
+from bot.discord_bot.visibility import may_view_facts
 from bot.memory.consult import MCP_ORIGIN
 from bot.memory.models import Episode, Fact, FactStatus, NewFact, Origin, Source
 from bot.memory.service import MemoryService
@@ -426,7 +418,7 @@ def test_the_persona_in_force_is_the_channels_then_its_parents_then_the_servers(
 
 
 def test_a_status_with_many_channel_personas_fits_one_message() -> None:
-    from bot.discord_bot.cogs.admin import STATUS_MAX_CHARS, format_status
+    from bot.discord_bot.ui.admin_reports import STATUS_MAX_CHARS, format_status
     from bot.memory.models import GuildSettings
 
     many = {str(1000 + i): "x" * 500 for i in range(40)}

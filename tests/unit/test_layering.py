@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.discord_bot.client import COGS
 from bot.memory.ports import Storage
 from bot.storage.postgres import Store as PostgresStore
 from bot.storage.sqlite import Store as SqliteStore
@@ -134,11 +135,11 @@ def test_the_store_has_every_method_of_the_storage_port_with_the_same_signature(
 
 
 def test_only_the_composition_root_opens_storage() -> None:
-    """The CLI, the Discord client and its cogs reach memory through the engine's use cases."""
+    """The CLI, the Discord client, its cogs and widgets reach memory through the engine's use cases."""
     outside = [
         p
         for p in sorted((ROOT / "bot").rglob("*.py"))
-        if p.parts[-2] in ("bot", "discord_bot", "cogs", "mcp")
+        if p.parts[-2] in ("bot", "discord_bot", "cogs", "ui", "mcp")
     ]
     assert len(outside) > 20
     for path in outside:
@@ -188,3 +189,35 @@ def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_the_admin_l
     for path in (ROOT / "bot" / "mcp").rglob("*.py"):
         borrowed |= {".".join(m.split(".")[:3]) for m in imports_of(path) if m.startswith("bot.discord_bot.")}
     assert borrowed == SHARED_WITH_MCP
+
+
+def is_cog(path: Path) -> bool:
+    """A cog module is one discord.py can load as an extension: it has a top-level `async def setup`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.AsyncFunctionDef) and node.name == "setup" for node in tree.body)
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def test_cogs_holds_only_cogs_and_the_client_loads_every_one() -> None:
+    """Every module in cogs/ is a cog the client loads as an extension; what is not a cog (a helper, a
+    view) lives beside cogs/."""
+    modules = [
+        p for p in sorted((ROOT / "bot" / "discord_bot" / "cogs").glob("*.py")) if p.stem != "__init__"
+    ]
+    assert [p.name for p in modules if not is_cog(p)] == []
+    assert sorted(COGS) == sorted(module_name(p) for p in modules)
+
+
+def test_no_cog_imports_another_cog_and_the_widgets_import_none() -> None:
+    """A cog is loaded as an extension, which executes its module afresh: a module importing it would hold
+    another copy (a constant patched in one is not the other's). So no module of bot/ imports a cog, not
+    another cog and not ui/; what cogs share lives in discord_bot/ and its widgets in ui/."""
+    cogs = {module_name(p) for p in (ROOT / "bot" / "discord_bot").rglob("*.py") if is_cog(p)}
+    assert cogs >= {"bot.discord_bot.cogs.memory_commands", "bot.discord_bot.cogs.admin"}
+    widgets = sorted((ROOT / "bot" / "discord_bot" / "ui").glob("*.py"))
+    assert len(widgets) > 5 and not any(is_cog(p) for p in widgets)
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        assert imports_of(path) & cogs == set(), module_name(path)

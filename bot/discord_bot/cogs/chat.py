@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import math
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
 
 import discord
 from discord.ext import commands
 
 from bot.app import provider_name
+from bot.discord_bot import remember_request
 from bot.discord_bot.attachments import AttachmentReader, attachment_limits
 from bot.discord_bot.audience import decides_here
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.cogs import telling
-from bot.discord_bot.cogs.conversation import recall_query, said_turns
+from bot.discord_bot.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
+from bot.discord_bot.streaming import Streamed, past_rate_limits
+from bot.discord_bot.ui import forgetting
 from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso
@@ -39,9 +37,6 @@ from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions
 
 log = logging.getLogger(__name__)
 
-EDIT_INTERVAL_SECONDS = 1.5
-SLOW_REPLY_SECONDS = 15.0  # no word of an answer by then: the member is told it is on its way
-SLOW_REPLY_NOTE = "The model is slow right now; your answer is on its way."
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now. Please try again in a moment."
 MISCONFIGURED_REPLY = "Sorry, I can't answer: I'm not set up correctly. The server's admins have been told."
 KEY_REJECTED_LOG = (
@@ -437,7 +432,7 @@ class Chat(commands.Cog):
             if call.name == REMEMBER_TOOL.name:  # from the author's own words: the model only points
                 own = strip_mentions(message.content)
                 lines.append(
-                    await telling.remember(
+                    await remember_request.remember(
                         self.bot.memory,
                         user=message.author,
                         guild_id=message.guild.id if message.guild else None,
@@ -449,7 +444,7 @@ class Chat(commands.Cog):
                     )
                 )
             elif call.name == FORGET_TOOL.name and view is None:
-                text, view = await telling.forget_request(
+                text, view = await forgetting.forget_request(
                     self.bot.memory,
                     user=message.author,
                     guild_id=message.guild.id if message.guild else None,
@@ -464,7 +459,7 @@ class Chat(commands.Cog):
                     message.channel.id,
                 )
         reply = await self.swap(message, sent, "\n".join(lines) or FAILED_REPLY, view=view)
-        if isinstance(view, telling.ForgetRequest):
+        if isinstance(view, forgetting.ForgetRequest):
             view.message = reply
 
     def kept_out(self, message: discord.Message) -> bool:
@@ -547,87 +542,6 @@ class Chat(commands.Cog):
             await self.swap(trigger, sent, text)
         except discord.HTTPException as exc:
             log.warning("could not send the failure notice: %s", exc)
-
-
-T = TypeVar("T")
-RATE_LIMIT_DEADLINE_SECONDS = 60.0  # how long a reply's send or edit waits out a storm of 429s
-
-
-async def past_rate_limits(
-    call: Callable[[], Awaitable[T]], deadline: float = RATE_LIMIT_DEADLINE_SECONDS
-) -> T:
-    """`call` (a send or an edit), tried again when Discord still answers 429 after discord.py's own
-    retries, waiting longer each time, until `deadline` seconds have passed. A 429 means nothing was
-    sent, so trying again never sends a message twice; the parts of a reply go one after the other."""
-    ends = time.monotonic() + deadline
-    wait = 1.0
-    while True:
-        try:
-            return await call()
-        except discord.HTTPException as exc:
-            if exc.status != 429 or time.monotonic() + wait > ends:
-                raise
-            log.info("Discord kept rate-limiting a reply; trying again in %.0f s", wait)
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, 16.0)
-
-
-class Streamed:
-    """A reply as Discord shows it while it streams (the use case's sink): the sent messages edited at
-    most every EDIT_INTERVAL_SECONDS, the last part with the streaming marker until `finish`."""
-
-    def __init__(
-        self, chat: Chat, trigger: discord.Message, sent: list[discord.Message], *, remember: bool
-    ) -> None:
-        self.chat = chat
-        self.trigger = trigger
-        self.sent = sent
-        self.remember = remember
-        self.text = ""
-        self.last_sync = 0.0
-        self._showing = asyncio.Lock()  # the slow-answer note and the stream never send at once
-
-    async def add(self, piece: str) -> None:
-        # A new piece means the text so far is not the end: shown with the marker.
-        if not looks_blank(self.text) and time.monotonic() - self.last_sync >= EDIT_INTERVAL_SECONDS:
-            async with self._showing:
-                await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=False)
-            self.last_sync = time.monotonic()
-        self.text += piece
-
-    async def finish(self) -> None:
-        """Show the whole text without the marker."""
-        if self.sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
-            await asyncio.sleep(max(0.0, self.last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
-        async with self._showing:
-            await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=True)
-
-    @contextlib.asynccontextmanager
-    async def saying_when_slow(self) -> AsyncIterator[None]:
-        """While the body runs: once SLOW_REPLY_SECONDS pass without a word of the answer (a model on a
-        CPU reads a long prompt first, or waits for the one call ahead of it), the member is told the
-        answer is coming, in the message the answer then takes over."""
-        noted = asyncio.Event()
-
-        async def note() -> None:
-            await asyncio.sleep(SLOW_REPLY_SECONDS)
-            noted.set()
-            async with self._showing:
-                if not self.sent and looks_blank(self.text):
-                    await self.chat.show(
-                        self.trigger, self.sent, SLOW_REPLY_NOTE, remember=False, final=False
-                    )
-                    self.last_sync = time.monotonic()
-
-        task = asyncio.create_task(note())
-        try:
-            yield
-        finally:
-            if noted.is_set():  # sending: let it finish, or its message would be lost to the answer
-                with contextlib.suppress(Exception):
-                    await task
-            else:
-                task.cancel()
 
 
 async def setup(bot: MemoryBot) -> None:

@@ -1,0 +1,105 @@
+"""Telling the bot directly: what `/remember` and a "remember that ..." in a chat message store.
+
+Both the command and a chat message the model recognises as an explicit request end here, so they
+store, refuse and confirm alike. The bot confirms in its own words, never the model's: a reply can
+only say something was remembered when it was. (A "forget that ..." in words is never done silently
+either: ui/forgetting.py offers its author a private review, with Confirm/Cancel as /forget has.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import discord
+
+from bot.discord_bot.discord_text import speaker_name
+from bot.memory.models import Decision, Fact, Origin, guild_scope
+from bot.memory.service import MemoryService
+
+OPTED_OUT = "You're opted out here, so I don't remember things about you. /memory optin turns that back on."
+MEMORY_OFF = "Memory is switched off in this server, so I can't remember anything here."
+IGNORED = (
+    "An admin set \"I won't remember messages in <#{channel}>\" (/memory-admin ignore), so I don't "
+    "remember anything said here, this included."
+)
+NOTHING_TO_REMEMBER = (
+    "I couldn't find anything about you in that to remember (I only keep what people tell me about "
+    "themselves)."
+)
+
+
+def origin_of(channel: Any) -> Origin:
+    """Where something said in `channel` was said (a thread knows its parent and whether it is private)."""
+    kind = getattr(channel, "type", None)
+    parent = getattr(channel, "parent_id", None)
+    return Origin(
+        str(channel.id),
+        None if parent is None else str(parent),
+        kind is discord.ChannelType.private_thread,
+    )
+
+
+def refusal(memory: MemoryService, user_id: int, guild_id: int | None, channel: Any) -> str | None:
+    """Why nothing may be remembered for this person here, or None when it may."""
+    if memory.is_opted_out(guild_scope(guild_id), str(user_id)):
+        return OPTED_OUT
+    if guild_id is not None:
+        settings = memory.guild(str(guild_id))
+        if not settings.memory_enabled:
+            return MEMORY_OFF
+        ignored = settings.ignored_channel_ids
+        channels = [str(c) for c in (channel.id, getattr(channel, "parent_id", None)) if c is not None]
+        for channel_id in channels:  # the channel itself, or the channel of its thread
+            if channel_id in ignored:
+                return IGNORED.format(channel=channel_id)
+    return None
+
+
+def fact_mention(fact: Fact) -> str:
+    """'#12: alice is vegetarian', or only the id for a sensitive fact, whose text stays out of channels."""
+    if fact.sensitive:
+        return f"#{fact.id} (sensitive: used only when I talk with you)"
+    return f"#{fact.id}: {fact.text}"
+
+
+async def remember(
+    memory: MemoryService,
+    *,
+    user: discord.abc.User,
+    guild_id: int | None,
+    channel: Any,
+    text: str,
+    source_id: int,
+    pointer: str = "",
+    asked: bool = True,
+) -> str:
+    """Store what `user` asked to be remembered and say what became of it (ids included).
+
+    `text` is their own words only; `pointer` and `asked` as in `MemoryService.remember_now`.
+    """
+    refused = refusal(memory, user.id, guild_id, channel)
+    if refused is not None:
+        return refused
+    name = speaker_name(user)
+    result = await memory.remember_now(
+        guild_scope(guild_id),
+        str(user.id),
+        name,
+        text,
+        message_id=str(source_id),
+        origin=origin_of(channel),
+        pointer=pointer,
+        asked=asked,
+    )
+    lines = []
+    for decision, fact in result.changes:
+        if decision is Decision.DUPLICATE:
+            lines.append(f"I already knew that: {fact_mention(fact)}")
+        elif decision in (Decision.MERGE, Decision.INVALIDATE):
+            lines.append(f"Updated what I knew: {fact_mention(fact)}")
+        else:
+            lines.append(f"I'll remember that: {fact_mention(fact)}")
+    lines += [reason.told for reason in dict.fromkeys(result.refused)]
+    if not lines:
+        return NOTHING_TO_REMEMBER
+    return "\n".join(lines) + ("\nSee everything with /facts." if result.changes else "")
