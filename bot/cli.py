@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import codecs
 import json
 import logging
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.app import (
     MigrationRefused,
@@ -35,37 +33,31 @@ from bot.app import (
     provider_name,
 )
 from bot.config import ConfigError, Settings, load_settings
+from bot.memory.importing import ImportReport, import_lines
 from bot.memory.maintenance import Maintenance
 from bot.memory.models import (
     MAX_FACT_CHARS,
-    Decision,
     Fact,
-    NewFact,
     guild_id_of,
     is_discord_id,
     positive_number,
     valid_scope,
 )
-from bot.memory.portable import fact_record, read_sources
+from bot.memory.portable import (
+    UnreadableFile,
+    fact_record,
+    jsonl_objects,
+    read_import_lines,
+    scope_field,
+    user_field,
+)
 from bot.memory.ports import Purpose
 from bot.memory.recall import Audience, Participant
-from bot.memory.text import clean, worth_reading
-
-if TYPE_CHECKING:
-    from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
 EXIT_PROBLEM = 1
-IMPORT_BATCH = 100
 RECALL_BATCH = 100  # queries of a --queries file embedded in one Gemini request
-CONSOLIDATED = {
-    "ADD": "added (nothing similar known)",
-    "KEEP": "added beside similar facts",
-    "MERGE": "merged into a known fact",
-    "INVALIDATE": "replaced an older fact",
-    "DUPLICATE": "already known",
-}
 
 
 class CliError(Exception):
@@ -555,137 +547,11 @@ def write_export(facts: list[tuple[Fact, str]], args: argparse.Namespace) -> int
     return 0
 
 
-def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
-    """(line number, object) for each non-blank line, or (line number, error) for a line that is not one.
-
-    Lines are decoded one by one, so a single undecodable line is reported instead of spoiling the file.
-    """
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-                raise CliError(f"{path} is UTF-16 text; save it as UTF-8")
-            item = parse_line(raw, first=number == 1)
-            if item is not None:
-                yield number, item
-
-
-def parse_line(raw: bytes, *, first: bool = False) -> dict[str, Any] | ValueError | None:
-    """One JSONL line as an object, a ValueError saying why it is not one, or None when it is blank."""
-    try:
-        text = raw.decode("utf-8-sig" if first else "utf-8")  # a BOM is what Windows editors write
-    except UnicodeDecodeError as exc:
-        return ValueError(f"not UTF-8 text (undecodable byte at column {exc.start + 1})")
-    if not text.strip():
-        return None
-    try:
-        item = json.loads(text)
-    except RecursionError:
-        return ValueError("not JSON: nested too deeply")
-    except json.JSONDecodeError as exc:
-        return ValueError(f"not JSON: {exc}")
-    except ValueError:  # an integer longer than Python agrees to convert (4300 digits)
-        return ValueError("not JSON: a number too long to read")
-    return item if isinstance(item, dict) else ValueError("expected a JSON object")
-
-
-def _scope_field(item: dict[str, Any]) -> str:
-    scope = item.get("scope")
-    if not isinstance(scope, str) or not valid_scope(scope):
-        raise ValueError("'scope' must be guild:<id>, dm or terminal")
-    return scope
-
-
-def _user_field(value: Any, name: str = "user_id") -> str:
-    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-    if not is_discord_id(text):
-        raise ValueError(f"'{name}' must be a Discord user id (digits, as a string or a number)")
-    return text
-
-
-def _text_field(item: dict[str, Any]) -> str:
-    raw = item.get("text")
-    if not isinstance(raw, str) or not worth_reading(raw):
-        raise ValueError("'text' must be a non-empty string")
-    text = clean(raw, len(raw))
-    if len(text) > MAX_FACT_CHARS:
-        raise ValueError(f"'text' is {len(text)} characters, over the {MAX_FACT_CHARS} a fact may have")
-    return text
-
-
-def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]:
-    """Parse a JSONL import file into (line number, fact); bad lines are reported by number, good ones kept."""
-    facts: list[tuple[int, NewFact]] = []
-    problems: list[str] = []
-    for number, item in jsonl_objects(path):
-        try:
-            if isinstance(item, ValueError):
-                raise item
-            scope, user_id, text = _scope_field(item), _user_field(item.get("user_id")), _text_field(item)
-            name = item.get("user_name")
-            name = clean(str(name)) if isinstance(name, str | int) and not isinstance(name, bool) else ""
-            if item.get("status", "active") != "active":
-                raise ValueError("only active facts can be imported (this line is history)")
-            sources, origins = read_sources(item.get("sources"))
-            sensitive = item.get("sensitive", False)
-            if not isinstance(sensitive, bool):
-                raise ValueError("'sensitive' must be true or false")
-            facts.append(
-                (number, NewFact(scope, user_id, name, text, sources, origins=origins, sensitive=sensitive))
-            )
-        except ValueError as exc:
-            problems.append(f"{path}:{number}: {exc}")
-    return facts, problems
-
-
-@dataclass
-class ImportReport:
-    """What an import did, line by line where it matters, so a partial import is never a mystery."""
-
-    read: int
-    bad_lines: list[str]
-    imported: int = 0
-    duplicate_lines: list[int] = field(default_factory=list)
-    opted_out_lines: list[int] = field(default_factory=list)
-    error: str | None = None
-    decisions: Counter[str] = field(default_factory=Counter)  # --consolidate: what became of the lines
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "imported": self.imported,
-            "decisions": dict(self.decisions),
-            "read": self.read,
-            "skipped_duplicates": len(self.duplicate_lines),
-            "skipped_opted_out": len(self.opted_out_lines),
-            "duplicate_lines": self.duplicate_lines,
-            "opted_out_lines": self.opted_out_lines,
-            "bad_lines": self.bad_lines,
-            "error": self.error,
-        }
-
-    def summary(self) -> str:
-        parts = [f"imported {self.imported} of {self.read} facts"]
-        if self.error:
-            parts[0] += " before the failure (run the same import again: facts already stored are skipped)"
-        if self.duplicate_lines:
-            parts.append(f"skipped {len(self.duplicate_lines)} duplicate(s)")
-        if self.opted_out_lines:
-            parts.append(f"skipped {len(self.opted_out_lines)} of people who opted out")
-        if self.decisions:
-            parts.append(
-                "consolidated: "
-                + ", ".join(f"{count} {CONSOLIDATED[name]}" for name, count in sorted(self.decisions.items()))
-            )
-        if self.bad_lines:
-            parts.append(f"{len(self.bad_lines)} bad line(s)")
-        return "; ".join(parts)
-
-
 async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
-    lines, problems = read_import_lines(args.file)
+    try:
+        lines, problems = read_import_lines(args.file)
+    except UnreadableFile as exc:
+        raise CliError(str(exc)) from None
     for line in problems:  # at once: nothing that fails later can lose them
         print(f"error: {line}", file=sys.stderr, flush=True)
     missing = settings.missing("model_key")
@@ -696,8 +562,7 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     report = ImportReport(read=len(lines), bad_lines=problems)
     service = await open_memory(settings)
     try:
-        fresh = await _not_yet_known(service, lines, report)
-        await _import_batches(service, fresh, args.consolidate, report)
+        await import_lines(service, lines, report, consolidate=args.consolidate)
     except failures(settings) as exc:
         report.error = failure_line(settings, exc)
     finally:
@@ -706,36 +571,6 @@ async def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     if report.error:
         print(f"error: {report.error}", file=sys.stderr)
     return EXIT_PROBLEM if problems or report.error else 0
-
-
-async def _not_yet_known(
-    service: MemoryService, lines: list[tuple[int, NewFact]], report: ImportReport
-) -> list[NewFact]:
-    """The facts to import (the engine sorts them), with the line numbers of the rest in the report."""
-    triage = await service.sort_for_import([fact for _, fact in lines])
-    report.opted_out_lines += [lines[i][0] for i in triage.opted_out]
-    report.duplicate_lines += [lines[i][0] for i in triage.known]
-    return [lines[i][1] for i in triage.new]
-
-
-async def _import_batches(
-    service: MemoryService, facts: list[NewFact], consolidate: bool, report: ImportReport
-) -> None:
-    """Import in batches; each batch is stored in one transaction, so `report.imported` is what landed."""
-    for start in range(0, len(facts), IMPORT_BATCH):
-        batch = facts[start : start + IMPORT_BATCH]
-        result = await service.import_facts(batch, consolidate=consolidate)
-        if isinstance(result, int):
-            report.imported += result
-        else:
-            stored = [c for c in result if c.decision is not Decision.DUPLICATE]
-            report.imported += len(stored)
-            report.decisions.update(change.decision.value for change in result)
-            if len(batch) > len(result):  # near-identical lines of the batch folded into one
-                report.decisions["DUPLICATE"] += len(batch) - len(result)
-        for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
-            fact.embedding = None
-        log.debug("imported %d of %d new facts", report.imported, len(facts))
 
 
 # ---- recall -------------------------------------------------------------------------------------------
@@ -758,7 +593,10 @@ async def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
             answer = await _recall_one(service, args.scope, args.users, args.query)
             _emit(args, answer, _recall_lines(answer))
         else:
-            bad_lines = await _recall_file(service, args.queries)
+            try:
+                bad_lines = await _recall_file(service, args.queries)
+            except UnreadableFile as exc:
+                raise CliError(str(exc)) from None
     finally:
         await service.close(record_usage=False)
     return EXIT_PROBLEM if bad_lines else 0
@@ -828,10 +666,10 @@ def _recall_request(item: Any) -> tuple[str, list[str], str] | ValueError:
     try:
         if isinstance(item, ValueError):
             raise item
-        scope, users, query = _scope_field(item), item.get("user_ids"), item.get("query")
+        scope, users, query = scope_field(item), item.get("user_ids"), item.get("query")
         if not isinstance(users, list) or not users:
             raise ValueError("'user_ids' must be a non-empty list")
-        users = [_user_field(u, "user_ids") for u in users]
+        users = [user_field(u, "user_ids") for u in users]
         if not isinstance(query, str):
             raise ValueError("'query' must be a string")
     except ValueError as exc:
