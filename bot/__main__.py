@@ -1,4 +1,4 @@
-"""`python -m bot`: see bot/cli.py for the commands."""
+"""`python -m bot`: see bot/cli/ for the commands."""
 
 from bot.cli import main
 

@@ -31,9 +31,9 @@ from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError
+from bot.storage.copy_to_postgres import MigrationReport, copy_database
 from bot.storage.errors import MigrationRefused as MigrationRefused  # for the CLI: a refusal, not a cut
 from bot.storage.locations import backend_for
-from bot.storage.migration import MigrationReport, copy_database
 
 P = TypeVar("P")
 log = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""Facts as portable JSON: what `/memory export` hands a person and `facts export` writes for `facts import`.
+"""Facts as portable JSON: what `/memory export` hands a person and `facts export` writes for `facts import`,
+and the reading of such a file back, one line at a time.
 
 A record carries where the fact was learned (its sources with their channels), so that moving to
 another instance keeps each fact with the audience it was told to; a fact without sources is treated
@@ -7,9 +8,18 @@ on import as learned in the most private place, like any fact whose origin is un
 
 from __future__ import annotations
 
+import codecs
+import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from bot.memory.models import Fact, Origin, is_discord_id
+from bot.memory.models import MAX_FACT_CHARS, Fact, NewFact, Origin, is_discord_id, valid_scope
+from bot.memory.text import clean, worth_reading
+
+
+class UnreadableFile(Exception):
+    """A JSONL file that cannot be read at all (missing, unreadable, UTF-16): one line says why."""
 
 
 def fact_record(fact: Fact, user_name: str = "") -> dict[str, Any]:
@@ -75,3 +85,91 @@ def read_sources(value: Any) -> tuple[list[str], dict[str, Origin]]:
                 source.get("private_thread") is True,
             )
     return ids, origins
+
+
+def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
+    """(line number, object) for each non-blank line, or (line number, error) for a line that is not one.
+
+    Lines are decoded one by one, so a single undecodable line is reported instead of spoiling the file.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                raise UnreadableFile(f"{path} is UTF-16 text; save it as UTF-8")
+            item = _parse_line(raw, first=number == 1)
+            if item is not None:
+                yield number, item
+
+
+def _parse_line(raw: bytes, *, first: bool = False) -> dict[str, Any] | ValueError | None:
+    """One JSONL line as an object, a ValueError saying why it is not one, or None when it is blank."""
+    try:
+        text = raw.decode("utf-8-sig" if first else "utf-8")  # a BOM is what Windows editors write
+    except UnicodeDecodeError as exc:
+        return ValueError(f"not UTF-8 text (undecodable byte at column {exc.start + 1})")
+    if not text.strip():
+        return None
+    try:
+        item = json.loads(text)
+    except RecursionError:
+        return ValueError("not JSON: nested too deeply")
+    except json.JSONDecodeError as exc:
+        return ValueError(f"not JSON: {exc}")
+    except ValueError:  # an integer longer than Python agrees to convert (4300 digits)
+        return ValueError("not JSON: a number too long to read")
+    return item if isinstance(item, dict) else ValueError("expected a JSON object")
+
+
+def scope_field(item: dict[str, Any]) -> str:
+    """A line's `scope`, or a ValueError naming the forms it may take."""
+    scope = item.get("scope")
+    if not isinstance(scope, str) or not valid_scope(scope):
+        raise ValueError("'scope' must be guild:<id>, dm or terminal")
+    return scope
+
+
+def user_field(value: Any, name: str = "user_id") -> str:
+    """A Discord user id written as a string or a number (spreadsheets and scripts write both)."""
+    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if not is_discord_id(text):
+        raise ValueError(f"'{name}' must be a Discord user id (digits, as a string or a number)")
+    return text
+
+
+def _text_field(item: dict[str, Any]) -> str:
+    raw = item.get("text")
+    if not isinstance(raw, str) or not worth_reading(raw):
+        raise ValueError("'text' must be a non-empty string")
+    text = clean(raw, len(raw))
+    if len(text) > MAX_FACT_CHARS:
+        raise ValueError(f"'text' is {len(text)} characters, over the {MAX_FACT_CHARS} a fact may have")
+    return text
+
+
+def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]:
+    """Parse a JSONL import file into (line number, fact); bad lines are reported by number, good ones kept."""
+    facts: list[tuple[int, NewFact]] = []
+    problems: list[str] = []
+    for number, item in jsonl_objects(path):
+        try:
+            if isinstance(item, ValueError):
+                raise item
+            scope, user_id, text = scope_field(item), user_field(item.get("user_id")), _text_field(item)
+            name = item.get("user_name")
+            name = clean(str(name)) if isinstance(name, str | int) and not isinstance(name, bool) else ""
+            if item.get("status", "active") != "active":
+                raise ValueError("only active facts can be imported (this line is history)")
+            sources, origins = read_sources(item.get("sources"))
+            sensitive = item.get("sensitive", False)
+            if not isinstance(sensitive, bool):
+                raise ValueError("'sensitive' must be true or false")
+            facts.append(
+                (number, NewFact(scope, user_id, name, text, sources, origins=origins, sensitive=sensitive))
+            )
+        except ValueError as exc:
+            problems.append(f"{path}:{number}: {exc}")
+    return facts, problems

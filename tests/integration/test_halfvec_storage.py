@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 from bot.memory.models import BufferedMessage, Decision, NewEpisode, NewFact, Operation, Origin
-from bot.storage import migration
+from bot.storage import copy_to_postgres
 from bot.storage.postgres import Store, schema
 from bot.storage.postgres.schema import MIGRATIONS
 from bot.storage.sqlite.store import Store as SqliteStore
@@ -349,18 +349,18 @@ def test_a_copy_from_sqlite_keeps_every_vector_to_half_precision(
     path = tmp_path / "memory.sqlite3"
     filled(path).close()
     url = databases.create()
-    real_write = migration._write
+    real_write = copy_to_postgres._write
 
     def failing_write(target: object, table: str, *args: object, **kwargs: object) -> int:
         if table == "episodes":
             raise OSError("connection lost")
         return real_write(target, table, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(migration, "_write", failing_write)
+    monkeypatch.setattr(copy_to_postgres, "_write", failing_write)
     with pytest.raises(OSError):
-        migration.copy_database(path, url)
+        copy_to_postgres.copy_database(path, url)
     monkeypatch.undo()
-    report = migration.copy_database(path, url)
+    report = copy_to_postgres.copy_database(path, url)
     assert report.verified and report.resumed
     assert report.updated["facts"] == report.updated["fact_vectors"] == 0
 
@@ -368,10 +368,12 @@ def test_a_copy_from_sqlite_keeps_every_vector_to_half_precision(
     target = halfvec_store(url)
     try:
         vectors = 0
-        for table, _ in migration.TABLES:
+        for table, _ in copy_to_postgres.TABLES:
             want, got = contents(source, table), contents(target, table)
             halved = [
-                i for i, c in enumerate(columns(target, table)) if (table, c) in migration.VECTOR_COLUMNS
+                i
+                for i, c in enumerate(columns(target, table))
+                if (table, c) in copy_to_postgres.VECTOR_COLUMNS
             ]
             want = [
                 tuple(half(v) if i in halved and v is not None else v for i, v in enumerate(r)) for r in want

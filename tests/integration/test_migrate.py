@@ -12,7 +12,7 @@ import pytest
 
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewEpisode, NewFact, Operation, Origin
 from bot.memory.ports import Storage
-from bot.storage import migration
+from bot.storage import copy_to_postgres
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.store import Store as SqliteStore
 from tests.fakes import DIMS, unit
@@ -128,7 +128,7 @@ def test_postgresql_never_hands_out_an_id_the_source_once_used(tmp_path: Path, p
     assert source.forget("dm", "bob", newest) == 2
     source.close()
 
-    migration.copy_database(tmp_path / "memory.sqlite3", postgres_url)
+    copy_to_postgres.copy_database(tmp_path / "memory.sqlite3", postgres_url)
     target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
     try:
         [new] = target.add_facts([NewFact("dm", "bob", "Bob", "Bob swims", [], embedding=unit(0.0, 1.0))])
@@ -141,7 +141,7 @@ async def test_an_interrupted_copy_carries_on_and_a_database_with_other_memory_i
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     filled(tmp_path / "memory.sqlite3").close()
-    real_write = migration._write
+    real_write = copy_to_postgres._write
 
     def failing_write(target: object, table: str, *args: object, **kwargs: object) -> int:
         if table == "fact_vectors":
@@ -149,10 +149,10 @@ async def test_an_interrupted_copy_carries_on_and_a_database_with_other_memory_i
         return real_write(target, table, *args, **kwargs)  # type: ignore[arg-type]
 
     source_path = tmp_path / "memory.sqlite3"
-    monkeypatch.setattr(migration, "_write", failing_write)
+    monkeypatch.setattr(copy_to_postgres, "_write", failing_write)
     with pytest.raises(OSError):
-        migration.copy_database(source_path, postgres_url)
-    monkeypatch.setattr(migration, "_write", real_write)
+        copy_to_postgres.copy_database(source_path, postgres_url)
+    monkeypatch.setattr(copy_to_postgres, "_write", real_write)
 
     code, report, err = await migrate_cli(tmp_path, postgres_url)
     assert code == 0, err
@@ -180,17 +180,17 @@ def contents(store: SqliteStore | Storage, table: str) -> list[tuple[Any, ...]]:
     with its owner, which PostgreSQL's row names and SQLite's fact does."""
     query = f"SELECT * FROM {table}"
     if table == "fact_vectors":
-        rows_of = "fact_vectors" if store.VECTOR_OWNER else f"({migration.VECTORS_WITH_OWNER}) AS o"  # type: ignore[union-attr]
+        rows_of = "fact_vectors" if store.VECTOR_OWNER else f"({copy_to_postgres.VECTORS_WITH_OWNER}) AS o"  # type: ignore[union-attr]
         query = f"SELECT fact_id, scope, user_id, embedding FROM {rows_of}"
     rows = []
     for r in store.conn.select(query):  # type: ignore[attr-defined]
-        if table == "meta" and r["key"] in migration.OWN_META:
+        if table == "meta" and r["key"] in copy_to_postgres.OWN_META:
             continue
         names = r.keys()  # a driver's Row iterates over its values
         rows.append(
             tuple(
                 array("f", r[k] if isinstance(r[k], bytes) else json.loads(r[k])).tolist()
-                if (table, k) in migration.VECTOR_COLUMNS and r[k] is not None
+                if (table, k) in copy_to_postgres.VECTOR_COLUMNS and r[k] is not None
                 else r[k]
                 for k in names
             )
@@ -241,9 +241,10 @@ async def test_a_resumed_copy_ends_equal_to_a_source_that_forgot_and_changed_mea
     def connection_lost(*_: object) -> None:
         raise OSError("connection lost")
 
-    monkeypatch.setattr(migration, "_reset_identities", connection_lost)  # after copying and indexing all
+    # The connection is lost after every row is copied and indexed.
+    monkeypatch.setattr(copy_to_postgres, "_reset_identities", connection_lost)
     with pytest.raises(OSError):
-        migration.copy_database(path, postgres_url)
+        copy_to_postgres.copy_database(path, postgres_url)
     monkeypatch.undo()
     target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
     assert SECRET.casefold() in text_anywhere(target)  # copied, its words indexed
@@ -289,7 +290,7 @@ async def test_a_resumed_copy_ends_equal_to_a_source_that_forgot_and_changed_mea
     source = SqliteStore.open(path, embedding_model=MODEL, dimensions=DIMS)
     target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)
     try:
-        for table, _ in migration.TABLES:
+        for table, _ in copy_to_postgres.TABLES:
             assert contents(target, table) == contents(source, table), table
         assert SECRET.casefold() not in text_anywhere(target)  # no table, no index word, no event
         vacuumed = target.conn.execute(  # type: ignore[attr-defined]
@@ -320,7 +321,7 @@ async def test_a_copy_cut_short_in_the_facts_then_a_forget_converges(
         ]
     )
     source.close()
-    real_write = migration._write
+    real_write = copy_to_postgres._write
     facts_batches = 0
 
     def cut_after_one_batch_of_facts(target: object, table: str, *args: object, **kwargs: object) -> int:
@@ -330,9 +331,9 @@ async def test_a_copy_cut_short_in_the_facts_then_a_forget_converges(
             raise OSError("connection lost")
         return real_write(target, table, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(migration, "_write", cut_after_one_batch_of_facts)
+    monkeypatch.setattr(copy_to_postgres, "_write", cut_after_one_batch_of_facts)
     with pytest.raises(OSError):
-        migration.copy_database(path, postgres_url, batch=10)
+        copy_to_postgres.copy_database(path, postgres_url, batch=10)
     monkeypatch.undo()
 
     env = clean_env(DATABASE_PATH=str(path), EMBEDDING_MODEL=MODEL)

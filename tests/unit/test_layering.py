@@ -139,7 +139,7 @@ def test_only_the_composition_root_opens_storage() -> None:
     outside = [
         p
         for p in sorted((ROOT / "bot").rglob("*.py"))
-        if p.parts[-2] in ("bot", "discord_bot", "cogs", "ui", "mcp")
+        if p.parts[-2] in ("bot", "cli", "discord_bot", "cogs", "ui", "mcp")
     ]
     assert len(outside) > 20
     for path in outside:
@@ -181,6 +181,28 @@ def test_the_house_has_its_front_ends_in_rooms_of_their_own_and_no_arrow_points_
         assert not graph[below] & FRONT_ENDS, below
     assert graph["discord_bot"] & FRONT_ENDS == set()  # the Discord bot runs alone; the CLI starts it
     assert graph["mcp"] & FRONT_ENDS <= {"discord_bot", "terminal"}
+
+
+# The CLI's modules that import another front-end, and which: each command module registers its own
+# commands, so the one that starts a front-end is the one that imports it.
+CLI_STARTS = {
+    "run.py": {"bot.discord_bot", "bot.terminal"},  # `run` starts the Discord bot, `chat` the terminal chat
+    "mcp.py": {"bot.mcp", "bot.terminal"},  # `mcp` serves bot/mcp/; --terminal: the chat's person, by name
+    # `check --online` logs in as the bot does (the stand-in's API address, the words for a rejected
+    # token) and starts nothing.
+    "check.py": {"bot.discord_bot"},
+}
+
+
+def test_the_cli_imports_another_front_end_only_in_the_module_of_the_command_that_starts_it() -> None:
+    others = ("bot.discord_bot", "bot.mcp", "bot.terminal")
+    modules = sorted((ROOT / "bot" / "cli").glob("*.py"))
+    assert {p.name for p in modules} >= {"__init__.py", "common.py", *CLI_STARTS}
+    for path in modules:
+        used = {
+            front for front in others for m in imports_of(path) if m == front or m.startswith(front + ".")
+        }
+        assert used == CLI_STARTS.get(path.name, set()), path.name
 
 
 def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_the_admin_log_and_the_api_url() -> None:
