@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from bot.chat import reply as reply_use_case
 from bot.discord_bot.client import RESTARTING
 from bot.discord_bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
 from bot.discord_bot.discord_text import STREAMING_MARKER
-from bot.llm import reply as reply_use_case
 from bot.llm.retry import THINKING_TOKENS
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
