@@ -27,7 +27,7 @@ from bot.memory.extract import ENUMERATE, SELECT, counts_lines
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
-from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
+from bot.memory.prompts.remembering import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError

@@ -36,7 +36,7 @@ from bot.memory.ports import (
     ToolCall,
     ToolResult,
 )
-from bot.memory.prompts import RememberResult
+from bot.memory.prompts.remembering import RememberResult
 from bot.storage.errors import EmbeddingMismatchError
 from standins.openai import OpenAIStandIn
 from tests.conftest import make_settings

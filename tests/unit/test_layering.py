@@ -41,7 +41,7 @@ def test_the_engine_imports_no_storage_model_client_chat_discord_or_settings() -
         *MODEL_SDKS,
         "discord",
     )
-    for path in sorted((ROOT / "bot" / "memory").glob("*.py")):
+    for path in sorted((ROOT / "bot" / "memory").rglob("*.py")):  # its prompts/ too
         wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
         assert wrong == set(), path.name
 
