@@ -72,7 +72,7 @@ from bot.app import open_memory
 from bot.config import Settings
 from bot.memory.durable import holds_secret, secret_values
 from bot.memory.models import COMMUNITY_ID, BufferedMessage, Episode, Fact, iso
-from bot.memory.prompts import COMMUNITY_RULES
+from bot.memory.prompts.community import COMMUNITY_RULES
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.service import MemoryService
 from bot.storage import Store

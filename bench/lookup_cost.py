@@ -17,10 +17,10 @@ from typing import Any
 from bench.script import PEOPLE, PETS, SCOPE
 from bench.script import brain as memory_brain
 from bot.app import open_memory
+from bot.chat.prompts import CHAT_MEMORY_PREAMBLE, SEARCH_MEMORY_TOOL, memory_guide
+from bot.chat.tool_rounds import answer_with_tools
 from bot.config import DEFAULT_PERSONA, Settings
 from bot.llm.gemini import GeminiClient
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, SEARCH_MEMORY_TOOL, memory_guide
-from bot.llm.tool_rounds import answer_with_tools
 from bot.memory.lookup import LookupRequest
 from bot.memory.ports import ChatTurn, ToolCall
 from bot.memory.recall import Audience, Participant

@@ -26,7 +26,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from bot.memory.models import BufferedMessage, iso
-from bot.memory.prompts import COMMUNITY_RULES, CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.memory.prompts.community import COMMUNITY_RULES
+from bot.memory.prompts.consolidation import CONSOLIDATE_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK
 from standins.brain import read_chunk
 
 SCOPE = "guild:424242"

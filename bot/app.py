@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
+from bot.chat.prompts import REMEMBER_TOOL
 from bot.config import GEMINI_DISTANCES, Settings, distance_cuts
 from bot.gist import first_line
 from bot.llm.gemini import GeminiClient
 from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
-from bot.llm.prompts import REMEMBER_TOOL
 from bot.llm.schedule import EndpointGate, serves_one_at_a_time
 from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
@@ -27,7 +27,7 @@ from bot.memory.extract import ENUMERATE, SELECT, counts_lines
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
-from bot.memory.prompts import REMEMBER_SYSTEM, RememberResult, remember_prompt
+from bot.memory.prompts.remembering import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore, DatabaseError

@@ -34,9 +34,9 @@ from dataclasses import replace
 from typing import Any, Protocol, TextIO
 
 from bot.app import failure_line, failures, open_memory, open_models, provider_name
+from bot.chat.prompts import FORGET_TOOL, REMEMBER_TOOL
+from bot.chat.reply import CHARS_PER_TOKEN, QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.config import Settings
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
-from bot.llm.reply import CHARS_PER_TOKEN, QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
 from bot.memory.models import (
     TERMINAL_SCOPE,

@@ -19,7 +19,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK, REMEMBER_TASK, REWRITE_TASK, SELECT_TASK
+from bot.memory.prompts.consolidation import CONSOLIDATE_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK, REWRITE_TASK
+from bot.memory.prompts.remembering import REMEMBER_TASK
+from bot.memory.prompts.selection import SELECT_TASK
 
 _SENTENCE = re.compile(r"[^.!?\n]+")
 _SENSITIVE = re.compile(

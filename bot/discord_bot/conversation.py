@@ -22,7 +22,7 @@ def said_turns(
     turns, each person's message followed by its `attached` parts (images, files' text, notes).
 
     Each message is cut at `turn_limit` (CHAT_TURN_MAX_CHARS), so one huge message cannot make a huge and
-    costly prompt; the reply (`bot/llm/reply.py`) keeps the newest that fit its budget, and images are
+    costly prompt; the reply (`bot/chat/reply.py`) keeps the newest that fit its budget, and images are
     bounded by ATTACHMENTS_PER_PROMPT instead.
     """
     said: list[ChatTurn] = []

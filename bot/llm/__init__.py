@@ -1,2 +1,5 @@
-"""The Gemini client (the only code that speaks to google-genai), and the chat: its prompts, its tool
-rounds and the reply use case that Discord and the terminal share."""
+"""The model adapters, the only code that speaks to a model SDK: gemini.py (google-genai) and
+openai_compat/ (`openai`, any OpenAI-compatible endpoint), each implementing the engine's model ports
+(`bot/memory/ports.py`), and what they share: retry.py (the one retry loop, failures -> the ports'
+errors), schedule.py and pace.py (turns and deadlines at one endpoint), usage.py (counters) and
+answers.py (reading JSON answers and vectors). The chat that uses them is `bot/chat/`."""

@@ -42,7 +42,8 @@ from bot.memory.models import (
     NewPoint,
     guild_id_of,
 )
-from bot.memory.prompts import CommunityFact, EpisodePoint, ExtractionResult
+from bot.memory.prompts.community import CommunityFact, EpisodePoint
+from bot.memory.prompts.extraction import ExtractionResult
 from bot.memory.remembering import asks_to_remember
 from bot.memory.shared_floor import private_detail
 from bot.memory.text import clean, folded_words, stems, strip_background_blocks, worth_reading

@@ -39,7 +39,7 @@ from bot.memory.ports import (
     StorageWorker,
     answer_budget,
 )
-from bot.memory.prompts import (
+from bot.memory.prompts.consolidation import (
     CONSOLIDATE_SYSTEM,
     ConsolidationDecision,
     ConsolidationResult,

@@ -2,12 +2,32 @@
 
 The model side: structured JSON answers, embeddings and a streamed chat, the purposes their usage is
 counted under, and the errors they raise. The adapters in `bot/llm/` implement them (gemini.py with
-Google's client library); tests implement them with fakes. The engine imports no model client, so
-another provider is a new module beside gemini.py, not a change here.
+Google's client library, openai_compat/ with OpenAI's); tests implement them with fakes. The engine
+imports no model client, so another provider is another adapter in `bot/llm/`, not a change here.
+
+The errors every model adapter raises, and what their readers make of them (the shared retry loop,
+`bot/llm/retry.py`, turns each SDK's errors and each unusable answer into one of these):
+
+    ModelError              a call failed for good, after retries or at once; `retryable` says whether
+    |                       a later try may help (a 429, a 5xx, a timeout, an unreachable endpoint, a
+    |                       body that is not JSON at all): a flush keeps its messages pending, a reply
+    |                       says it failed
+    +-- ModelRefusal        blocked for safety: about the input, never retried; a flush reads its chunk
+    |                       apart to skip the message at fault, a reply says it will not answer that
+    +-- ModelKeyRejected    the provider refuses the API key (401, 403): nothing works until an operator
+    |                       fixes it and restarts; admins are told once
+    +-- ModelBadAnswer      an answer, but not what was asked (off the schema) even after retries:
+        |                   maybe the input's fault, so a chunk's tries are counted (MAX_BAD_ANSWERS)
+        |                   and the chunk is then read apart rather than waited on forever
+        +-- ModelCutOff     the answer reached its output limit, or was stopped early by a
+                            `PartialCheck`: the caller asks about less, never the same way again
 
 The storage side: `Storage`, the queries and writes the engine makes (each one atomic), and
 `StorageWorker`, which runs them off the event loop. The `storage` package beside `memory` implements
-them on SQLite; another backend is a sibling package implementing the same two protocols.
+them on SQLite and on PostgreSQL (a package per backend); another backend is a sibling package
+implementing the same two protocols. Its errors are its own (`bot/storage/errors.py`, DatabaseError and
+its kinds): the engine names none of them, and the composition root tells them from a model's
+(`bot/app.py`, `failures`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ from bot.memory.clauses import FIRST_PERSON_WORD, own_clauses
 from bot.memory.durable import statements
 from bot.memory.models import BufferedMessage
 from bot.memory.ports import PartialCheck
-from bot.memory.prompts import LINE_KINDS, SELF_NAMES, CommunityFact, ExtractedFact, SelectionResult
+from bot.memory.prompts.community import CommunityFact
+from bot.memory.prompts.extraction import ExtractedFact
+from bot.memory.prompts.selection import LINE_KINDS, SELF_NAMES, SelectionResult
 from bot.memory.text import (
     change_words,
     clean,

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
+from bot.chat import reply as reply_use_case
 from bot.discord_bot.client import RESTARTING
 from bot.discord_bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT_REPLY
 from bot.discord_bot.discord_text import STREAMING_MARKER
-from bot.llm import reply as reply_use_case
 from bot.llm.retry import THINKING_TOKENS
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.models import NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError
-from bot.memory.prompts import EXTRACT_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK
 from bot.memory.service import MAX_BAD_ANSWERS
 from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload

@@ -10,7 +10,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot.llm import reply as reply_use_case
+from bot.chat import reply as reply_use_case
 from tests.e2e.world import World, eventually, world
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("world_database")]
@@ -74,7 +74,7 @@ async def test_a_recall_past_its_deadline_is_logged_with_the_deadline(
     async with world(tmp_path) as w:
         monkeypatch.setattr(reply_use_case, "RECALL_DEADLINE_SECONDS", 0.5)
         w.gemini.hang_next(kind="embed")
-        with caplog.at_level(logging.WARNING, logger="bot.llm.reply"):
+        with caplog.at_level(logging.WARNING, logger="bot.chat.reply"):
             await ask(w, w.general, w.alice)
             await asyncio.sleep(0)
     [line] = [r.getMessage() for r in caplog.records if "recall failed" in r.getMessage()]

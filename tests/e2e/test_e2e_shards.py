@@ -16,7 +16,7 @@ import pytest
 
 from bot.memory.models import BufferedMessage, Fact
 from bot.memory.ports import Storage
-from bot.memory.prompts import EXTRACT_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK
 from bot.storage.locations import open_storage
 from standins.brain import FakeBrain
 from standins.discord import DiscordStandIn, Guild

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, NewFact
-from bot.memory.prompts import EXTRACT_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK
 from standins.brain import FakeBrain, extract, last_user_text, read_chunk, system_text
 from tests.e2e.test_e2e_community_commands import admin, backend, click, log_lines, recap, scope
 from tests.e2e.test_e2e_trust import ask

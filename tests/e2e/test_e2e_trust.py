@@ -17,7 +17,8 @@ from bot.memory import consult
 from bot.memory.consult import Reader
 from bot.memory.models import Fact
 from bot.memory.ports import ModelBadAnswer
-from bot.memory.prompts import CONSOLIDATE_TASK, EXTRACT_TASK
+from bot.memory.prompts.consolidation import CONSOLIDATE_TASK
+from bot.memory.prompts.extraction import EXTRACT_TASK
 from bot.memory.recall import Audience, Participant
 from bot.memory.service import MAX_BAD_ANSWERS
 from bot.storage import Store

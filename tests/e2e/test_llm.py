@@ -29,14 +29,9 @@ from bot.memory.ports import (
     ToolCall,
     ToolResult,
 )
-from bot.memory.prompts import (
-    CONSOLIDATION_TASK,
-    EXTRACTION_TASK,
-    REMEMBER_RESULT_TASK,
-    ConsolidationResult,
-    ExtractionResult,
-    RememberResult,
-)
+from bot.memory.prompts.consolidation import CONSOLIDATION_TASK, ConsolidationResult
+from bot.memory.prompts.extraction import EXTRACTION_TASK, ExtractionResult
+from bot.memory.prompts.remembering import REMEMBER_RESULT_TASK, RememberResult
 from standins.gemini import IMAGE_TOKENS, GeminiStandIn, function_parts, hashed_embedding, inline_parts
 
 API_KEY = "test-key-0123456789abcdef"

@@ -19,8 +19,10 @@ from pydantic import BaseModel
 
 from bot.app import open_models, open_store, probe_models, provider_name
 from bot.config import ConfigError, Settings, load_settings
-from bot.llm import openai_compat
-from bot.llm.openai_compat import IGNORED_EVIDENCE, NO_IMAGE, NO_TOOLS, OpenAICompatClient, endpoint_name
+from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
+from bot.llm.openai_compat import features as features_module
+from bot.llm.openai_compat.features import IGNORED_EVIDENCE
+from bot.llm.openai_compat.messages import NO_IMAGE, NO_TOOLS
 from bot.memory.ports import (
     ChatTool,
     ChatTurn,
@@ -34,7 +36,7 @@ from bot.memory.ports import (
     ToolCall,
     ToolResult,
 )
-from bot.memory.prompts import RememberResult
+from bot.memory.prompts.remembering import RememberResult
 from bot.storage.errors import EmbeddingMismatchError
 from standins.openai import OpenAIStandIn
 from tests.conftest import make_settings
@@ -369,7 +371,7 @@ async def test_an_endpoint_ignoring_response_format_gets_the_schema_in_the_instr
     assert len(endpoint.requests) == 1 and "JSON Schema" in endpoint.requests[0]["messages"][0]["content"]
     # The endpoint is fixed (a new server under the same URL): after STEP_UP_AFTER answers, response_format
     # alone is tried again, and kept while it is followed.
-    monkeypatch.setattr(openai_compat, "STEP_UP_AFTER", 2)
+    monkeypatch.setattr(features_module, "STEP_UP_AFTER", 2)
     endpoint.answer = lambda body: '{"owner": "Bo", "pets": []}'
     await client.generate_json(Purpose.EXTRACT, system="s", prompt="p", schema=Pets)
     assert not client.features.schema_in_prompt

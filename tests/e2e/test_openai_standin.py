@@ -15,7 +15,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-from bot.memory.prompts import CONSOLIDATE_TASK, ConsolidationResult
+from bot.memory.prompts.consolidation import CONSOLIDATE_TASK, ConsolidationResult
 from standins.brain import FakeBrain, system_text
 from standins.openai import (
     IMAGE_TOKENS,

@@ -8,7 +8,7 @@ import pytest
 
 from bot.memory.durable import chatter, of_the_moment
 from bot.memory.extract import SELECT, accept_facts, extract_chunk, render_chunk
-from bot.memory.prompts import ExtractionResult
+from bot.memory.prompts.extraction import ExtractionResult
 from tests.unit.test_extract import NOW
 from tests.unit.test_selection import ANA, BEN, Answers, said
 

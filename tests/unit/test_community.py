@@ -10,7 +10,7 @@ import pytest
 from bot.memory.community import accept_community
 from bot.memory.extract import render_chunk
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
-from bot.memory.prompts import ExtractionResult
+from bot.memory.prompts.extraction import ExtractionResult
 
 NOW = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)
 NAMES = {"11": "alice", "12": "bob"}
@@ -188,7 +188,7 @@ def test_a_point_copied_from_another_channels_line_is_not_that_channels() -> Non
 
 
 def test_the_instruction_holds_no_example_a_model_could_return_as_a_fact() -> None:
-    from bot.memory.prompts import extract_system
+    from bot.memory.prompts.extraction import extract_system
 
     instruction = extract_system(community=True)
     assert "Game night" not in instruction and "Fridays" not in instruction  # it once held one

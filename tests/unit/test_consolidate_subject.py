@@ -10,7 +10,7 @@ import pytest
 
 from bot.memory.consolidate import Consolidator, _Pending
 from bot.memory.models import Decision, Fact, FactStatus, NewFact
-from bot.memory.prompts import ConsolidationDecision
+from bot.memory.prompts.consolidation import ConsolidationDecision
 
 OLD_ID = 7
 

@@ -7,7 +7,7 @@ import pytest
 from bot.memory.counting import ASK_AGAIN_EVERY, STOP_AFTER, CountingWatch, described
 from bot.memory.extract import SELECT, counts_lines, extract_chunk
 from bot.memory.models import BufferedMessage
-from bot.memory.prompts import SELECT_TASK
+from bot.memory.prompts.selection import SELECT_TASK
 from tests.unit.test_selection import ANA, BEN, NOW, Answers, said
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from bot.memory.extract import accept_facts, render_chunk
 from bot.memory.models import BufferedMessage
-from bot.memory.prompts import EXTRACT_SYSTEM, ExtractionResult
+from bot.memory.prompts.extraction import EXTRACT_SYSTEM, ExtractionResult
 from bot.memory.third_person import third_person
 
 NOW = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)

@@ -28,53 +28,97 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
-def test_the_engine_imports_no_storage_model_client_discord_or_settings() -> None:
+def test_the_engine_imports_no_storage_model_client_chat_discord_or_settings() -> None:
     forbidden = (
         "bot.storage",
         "bot.llm",
+        "bot.chat",
         "bot.config",
         "sqlite3",
         "sqlean",
         "sqlite_vec",
         "psycopg",
-        "google",
+        *MODEL_SDKS,
         "discord",
     )
-    for path in sorted((ROOT / "bot" / "memory").glob("*.py")):
+    for path in sorted((ROOT / "bot" / "memory").rglob("*.py")):  # its prompts/ too
         wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
         assert wrong == set(), path.name
 
 
-ADAPTERS = {"gemini.py": "google", "openai_compat.py": "openai"}  # provider adapter -> its SDK
+MODEL_SDKS = ("google", "openai")  # google-genai is imported as google.genai
+ADAPTERS = {"gemini": "google", "openai_compat": "openai"}  # provider adapter (module or package) -> its SDK
+FRONT_END_MODULES = ("bot.discord_bot", "bot.mcp", "bot.terminal", "bot.cli")
 
 
-def test_the_chats_use_case_speaks_to_ports_and_memory_only() -> None:
-    """The reply both front-ends call, its prompts and tool rounds, and what the providers share: no
-    discord, no model SDK (only the provider adapters speak to theirs), no settings, no storage."""
-    adapters = tuple(f"bot.llm.{name.removesuffix('.py')}" for name in ADAPTERS)
+def uses(module: str, sdk: str) -> bool:
+    return module == sdk or module.startswith(sdk + ".")
+
+
+def adapter_of(path: Path) -> str | None:
+    """The provider adapter a file of bot/llm/ belongs to (its module, or its package), None when shared."""
+    inside = path.relative_to(ROOT / "bot" / "llm").with_suffix("").parts
+    return inside[0] if inside[0] in ADAPTERS else None
+
+
+def test_the_chat_speaks_to_ports_and_memory_only() -> None:
+    """The reply every front-end calls, its prompts and its tool rounds: no discord, no model SDK and no
+    model adapter (it is handed the one app.py opens), no settings, no storage."""
     forbidden = (
         "bot.storage",
         "bot.config",
-        *adapters,
-        "bot.discord_bot",
-        "bot.mcp",
-        "bot.terminal",
-        "bot.cli",
-        *ADAPTERS.values(),
+        "bot.llm",
+        "bot.app",
+        *FRONT_END_MODULES,
+        *MODEL_SDKS,
         "discord",
     )
-    chat = [p for p in sorted((ROOT / "bot" / "llm").glob("*.py")) if p.name not in ADAPTERS]
-    assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py", "retry.py", "answers.py"}
+    chat = sorted((ROOT / "bot" / "chat").glob("*.py"))
+    assert {p.name for p in chat} >= {"reply.py", "tool_rounds.py", "prompts.py"}
     for path in chat:
         wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
         assert wrong == set(), path.name
 
 
-def test_each_provider_adapter_is_the_only_user_of_its_sdk() -> None:
+def test_what_the_providers_share_speaks_to_no_sdk_and_no_adapter() -> None:
+    """Retries, pace, turns, usage and reading answers: the same for every provider, so no SDK, no
+    adapter, and nothing above the model side (the chat, settings, storage, front-ends)."""
+    adapters = tuple(f"bot.llm.{name}" for name in ADAPTERS)
+    forbidden = (
+        "bot.storage",
+        "bot.config",
+        "bot.chat",
+        "bot.app",
+        *adapters,
+        *FRONT_END_MODULES,
+        *MODEL_SDKS,
+        "discord",
+    )
+    shared = [p for p in sorted((ROOT / "bot" / "llm").rglob("*.py")) if adapter_of(p) is None]
+    assert {p.name for p in shared} >= {"retry.py", "answers.py", "usage.py", "schedule.py", "pace.py"}
+    for path in shared:
+        wrong = {m for m in imports_of(path) if m.startswith(forbidden)}
+        assert wrong == set(), path.name
+
+
+def test_only_the_model_adapters_import_a_model_sdk() -> None:
+    """google-genai and openai are imported in bot/llm/ only, each by its own adapter."""
+    llm = ROOT / "bot" / "llm"
+    checked = 0
     for path in sorted((ROOT / "bot").rglob("*.py")):
-        for adapter, sdk in ADAPTERS.items():
-            if path.name != adapter:
-                assert not any(m == sdk or m.startswith(sdk + ".") for m in imports_of(path)), (path, sdk)
+        own = adapter_of(path) if path.is_relative_to(llm) else None
+        for sdk in MODEL_SDKS:
+            if own is None or ADAPTERS[own] != sdk:
+                assert not any(uses(m, sdk) for m in imports_of(path)), (path, sdk)
+        checked += 1
+    assert checked > 100
+
+
+def test_each_provider_adapter_imports_its_sdk() -> None:
+    """The check above would pass with an adapter that lost its SDK; each one speaks to its own."""
+    for name, sdk in ADAPTERS.items():
+        paths = [*(ROOT / "bot" / "llm").glob(f"{name}.py"), *(ROOT / "bot" / "llm" / name).glob("*.py")]
+        assert any(uses(m, sdk) for path in paths for m in imports_of(path)), name
 
 
 def test_storage_knows_only_the_engines_models_ports_and_text() -> None:
@@ -168,17 +212,20 @@ def rooms_and_arrows() -> tuple[set[str], set[tuple[str, str]]]:
 
 
 def test_the_house_has_its_front_ends_in_rooms_of_their_own_and_no_arrow_points_back() -> None:
-    """Four front-ends over one engine: on 2026-11-26 (`rooms_and_arrows()`) 12 rooms and
+    """Four front-ends over one engine: on 2026-11-28 (`rooms_and_arrows()`) 13 rooms and 36 arrows, the
+    chat in a room of its own between them (12 and 34 while it lived in llm/); on 2026-11-26 12 rooms and
     32 arrows, 11 and 31 without __main__ (the door); before the Discord front-end had a package, 18 and 54."""
     rooms, arrows = rooms_and_arrows()
-    assert rooms >= FRONT_ENDS | {"app", "config", "llm", "memory", "storage"}
+    assert rooms >= FRONT_ENDS | {"app", "chat", "config", "llm", "memory", "storage"}
     assert not {"client", "runner", "cogs", "adminlog", "audience", "attachments", "discord_text"} & rooms
     graph = {room: {to for source, to in arrows if source == room} for room in rooms}
     TopologicalSorter(
         graph
     ).prepare()  # raises CycleError when two rooms import each other, however far round
-    for below in ("memory", "storage", "llm", "app", "config"):
+    for below in ("memory", "storage", "llm", "chat", "app", "config"):
         assert not graph[below] & FRONT_ENDS, below
+    assert graph["chat"] <= {"memory", "gist"}  # the engine's ports and use cases, never an adapter
+    assert "chat" not in graph["llm"] | graph["memory"]  # the adapters and the engine serve the chat
     assert graph["discord_bot"] & FRONT_ENDS == set()  # the Discord bot runs alone; the CLI starts it
     assert graph["mcp"] & FRONT_ENDS <= {"discord_bot", "terminal"}
 

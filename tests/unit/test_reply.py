@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.llm import reply as reply_module
-from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
-from bot.llm.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, ready
+from bot.chat import reply as reply_module
+from bot.chat.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
+from bot.chat.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, ready
 from bot.memory.lookup import LookupRequest
 from bot.memory.models import utcnow
 from bot.memory.ports import REPLY_CUT_NOTE, ChatTurn, ModelError, ToolCall
@@ -134,7 +134,7 @@ async def test_a_recall_past_its_deadline_answers_without_memory_and_says_why(
 ) -> None:
     monkeypatch.setattr(reply_module, "RECALL_DEADLINE_SECONDS", 0.05)
     memory, model = Memory(hangs=True), Scripted(["Hello!"])
-    with caplog.at_level(logging.WARNING, logger="bot.llm.reply"):
+    with caplog.at_level(logging.WARNING, logger="bot.chat.reply"):
         answer = await replier(memory, model).reply(request(), Sink())
     assert answer.text == "Hello!"
     assert BLOCK not in model.systems[0] and CHAT_MEMORY_PREAMBLE not in model.systems[0]

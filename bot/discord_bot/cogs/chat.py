@@ -11,6 +11,8 @@ import discord
 from discord.ext import commands
 
 from bot.app import provider_name
+from bot.chat.prompts import FORGET_TOOL, REMEMBER_TOOL
+from bot.chat.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.discord_bot import remember_request
 from bot.discord_bot.attachments import AttachmentReader, attachment_limits
 from bot.discord_bot.audience import decides_here
@@ -19,8 +21,6 @@ from bot.discord_bot.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
 from bot.discord_bot.streaming import Streamed, past_rate_limits
 from bot.discord_bot.ui import forgetting
-from bot.llm.prompts import FORGET_TOOL, REMEMBER_TOOL
-from bot.llm.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.ports import (
     ChatTurn,

@@ -1,6 +1,6 @@
 """The chat's prompts: what the system instruction says about memory, and the tools the model may call.
 
-The engine's own prompts (extraction, consolidation, remembering) live in `bot/memory/prompts.py`.
+The engine's own prompts (extraction, selection, consolidation, remembering) live in `bot/memory/prompts/`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from bot.llm.prompts import (
+from bot.chat.prompts import (
     FORGET_TOOL,
     REMEMBER_TOOL,
     SEARCH_MEMORY_TOOL,
@@ -27,7 +27,7 @@ from bot.llm.prompts import (
     fit_turns,
     with_recalled,
 )
-from bot.llm.tool_rounds import ToolHandler, answer_with_tools
+from bot.chat.tool_rounds import ToolHandler, answer_with_tools
 from bot.memory.lookup import LookupRequest
 from bot.memory.models import utcnow
 from bot.memory.ports import REPLY_CUT_NOTE, ChatModel, ChatTool, ChatTurn, ToolCall
