@@ -3,7 +3,7 @@
     python -m bench.local_server_memory                                  # --cache false (the server's default)
     python -m bench.local_server_memory --server-args "--cache true --cache_size 1073741824"
     python -m bench.local_server_memory --server-args "--cache true" --stop-above-gb 8
-    python -m bench.local_server_memory --requests 20 --label try      # a shorter run (.partial.json)
+    python -m bench.local_server_memory --requests 6 --label try       # a trial (.partial.json)
 
 Starts `python -m llama_cpp.server` with the bench's GGUF exactly as README.md's command line does
 (`--model_alias`, `--n_ctx 8192`, every core for `--n_threads` and `--n_threads_batch`) except for its
@@ -24,7 +24,7 @@ high-water mark (VmHWM) is read at the end. A run stops early once the resident 
 `--stop-above-gb` (default 8), and says so. Prints one line per request and a summary: RSS at start
 (model loaded, before the first request), max, final, and seconds per request (chat, memory, all;
 the first ten beside the last ten). Writes bench/results/local_server_memory_<label>.json (the label
-from the cache arguments unless `--label` is given; `.partial.json` when fewer than 100 requests ran).
+from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 20).
 The server's output goes to bench/.cache/llama_server_memory.log.
 """
 
@@ -58,6 +58,7 @@ HISTORY_LINES = 16
 CHUNK_LINES = 50
 CHANNELS = 3
 FULL_RUN = 100
+TRIAL_BELOW = 20  # requests: fewer make a trial run, written as .partial.json
 
 
 # ---- the server -------------------------------------------------------------------------------------------
@@ -511,11 +512,12 @@ def label_for(server_args: Sequence[str]) -> str:
     for index, arg in enumerate(server_args):
         if arg.startswith("--") and index + 1 < len(server_args):
             settings[arg[2:]] = server_args[index + 1]
+    logits = "_logits_all_false" if settings.get("logits_all", "true").lower() in ("false", "0", "no") else ""
     if settings.get("cache", "false").lower() not in ("true", "1", "yes"):
-        return "no_cache"
+        return f"no_cache{logits}"
     size = settings.get("cache_size")
     kind = "disk_" if settings.get("cache_type") == "disk" else ""
-    return f"cache_{kind}{int(size) // MIB}mib" if size else f"cache_{kind}default"
+    return f"cache_{kind}{int(size) // MIB}mib{logits}" if size else f"cache_{kind}default{logits}"
 
 
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -614,7 +616,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
     }
     print_result(result)
-    path = write_json(f"local_server_memory_{label}", result, partial=len(records) < FULL_RUN)
+    path = write_json(f"local_server_memory_{label}", result, partial=args.requests < TRIAL_BELOW)
     print(f"\nwrote {path.relative_to(ROOT)}")
     return result
 

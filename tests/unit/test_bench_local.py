@@ -67,6 +67,11 @@ def test_a_finished_process_reads_as_zero() -> None:
         (["--cache", "true"], "cache_default"),
         (["--cache", "true", "--cache_size", "1073741824"], "cache_1024mib"),
         (["--cache", "true", "--cache_type", "disk", "--cache_size", "268435456"], "cache_disk_256mib"),
+        (["--cache", "false", "--logits_all", "false"], "no_cache_logits_all_false"),
+        (
+            ["--cache", "true", "--cache_size", "268435456", "--logits_all", "false"],
+            "cache_256mib_logits_all_false",
+        ),
     ],
 )
 def test_a_run_is_named_by_its_cache_arguments(args: list[str], label: str) -> None:
