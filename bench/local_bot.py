@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -44,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,15 +385,15 @@ async def wait_flush(env: dict[str, str], cwd: Path, timeout: float, bot: BotPro
     return {"seconds": round(time.monotonic() - started, 1), "done": False, "stats": stats}
 
 
-async def run_script(args: argparse.Namespace, llama: LlamaProcess, embedder: Embedder) -> dict[str, Any]:
+async def run_script(args: argparse.Namespace, models: Endpoints, result: dict[str, Any]) -> None:
+    """The script, filling `result` as it goes (so a run stopped half-way still reports what it saw)."""
     from standins.discord import DiscordStandIn
 
-    result: dict[str, Any] = {}
     workdir = Path(tempfile.mkdtemp(prefix="local-bot-"))
     async with DiscordStandIn() as discord:
         guild = discord.add_guild("Bench")
         general = guild.channels["general"]
-        users = {p.name: discord.add_user(p.name.lower()) for p in PEOPLE}
+        users = {p.name: discord.add_user(p.name) for p in PEOPLE}
         names = {str(u["id"]): name for name, u in users.items()}
         settings = {
             "DISCORD_TOKEN": "bench-token",
@@ -402,12 +403,12 @@ async def run_script(args: argparse.Namespace, llama: LlamaProcess, embedder: Em
             "ADMIN_LOG_CHANNEL_ID": str(guild.channels["bot-log"]),
             # README.md's local-model example
             "MODEL_PROVIDER": "openai",
-            "OPENAI_BASE_URL": llama.base_url,
+            "OPENAI_BASE_URL": models.chat_url,
             "OPENAI_TOOLS": "off",
             "CHAT_MODEL": MODEL_ALIAS,
             "MEMORY_MODEL": MODEL_ALIAS,
-            "EMBEDDING_BASE_URL": embedder.base_url,
-            "EMBEDDING_MODEL": "all-MiniLM-L6-v2",
+            "EMBEDDING_BASE_URL": models.embed_url,
+            "EMBEDDING_MODEL": models.embed_model,
             "EMBEDDING_DIMENSIONS": "384",
             # a flush once the people stop talking, not after 20 messages and a quiet minute
             "MEMORY_FLUSH_QUIET_SECONDS": "10",
@@ -442,7 +443,7 @@ async def run_script(args: argparse.Namespace, llama: LlamaProcess, embedder: Em
             ]
             for fact in result["learned"]:
                 print(f"  learned: {fact['who']}: {fact['text']}")
-            result["rss_mib_after_flush"] = mib(process_rss(llama.pid))
+            result["rss_mib_after_flush"] = mib(process_rss(models.pid))
 
             async def ask(question: Question) -> dict[str, Any]:
                 sent = await discord.send_message(
@@ -455,40 +456,89 @@ async def run_script(args: argparse.Namespace, llama: LlamaProcess, embedder: Em
                 print(f"  -> {reply['final_seconds']} s: {shown[:300]}", flush=True)
                 return {"question": question.__dict__, **reply, **verdict}
 
-            if args.together:
-                answers = list(await asyncio.gather(*(ask(q) for q in QUESTIONS)))
-            else:
-                answers = [await ask(q) for q in QUESTIONS]
+            answers: list[dict[str, Any]] = []
             result["answers"] = answers
+            if args.together:
+                answers += await asyncio.gather(*(ask(q) for q in QUESTIONS))
+            else:
+                for question in QUESTIONS:
+                    answers.append(await ask(question))
+        finally:
             result["bot_log_channel"] = [
                 m.get("content") for m in discord.bot_messages(guild.channels["bot-log"])
             ]
-        finally:
-            result["bot_exit"] = await bot.stop()
+            result["bot_exit"] = await asyncio.shield(bot.stop())
             result["bot_notable_log"] = bot.notable()
-    return result
+
+
+async def watched(script: Awaitable[None], sampler: Sampler, limit_gib: float) -> str:
+    """Run `script`, stopping it once the server's resident memory passes `limit_gib`; why it stopped
+    early, or ""."""
+    task = asyncio.ensure_future(script)
+    while not task.done():
+        await asyncio.wait({task}, timeout=1.0)
+        if not task.done() and sampler.peak > limit_gib * 1024**3:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return f"stopped: the server's RSS passed {limit_gib:g} GiB ({mib(sampler.peak):,} MiB)"
+    task.result()
+    return ""
+
+
+@dataclass
+class Endpoints:
+    """Where the bot's models are: the chat server (`pid`: its process, whose memory is sampled) and the
+    embeddings."""
+
+    chat_url: str
+    embed_url: str
+    embed_model: str
+    pid: int
+    command: str
+
+
+@contextlib.asynccontextmanager
+async def local_endpoints(server_args: list[str]) -> AsyncIterator[Endpoints]:
+    """llama-cpp-python's server and MiniLM, each stopped by its pid on the way out."""
+    others = running_model_servers()
+    if others:
+        raise SystemExit("another llama_cpp.server is running; stop it first:\n" + "\n".join(others))
+    with LlamaProcess(server_args, CACHE / "local_bot_server.log") as llama, Embedder() as embedder:
+        command = shlex.join(["python", *llama.command[1:]])
+        yield Endpoints(llama.base_url, embedder.base_url, "all-MiniLM-L6-v2", llama.pid, command)
+
+
+@contextlib.asynccontextmanager
+async def standin_endpoints() -> AsyncIterator[Endpoints]:
+    """The OpenAI stand-in acting like llama-cpp-python's server, answering by rule (FakeBrain): the
+    script's plumbing in seconds, without a model (--standin)."""
+    from standins.brain import FakeBrain
+    from standins.openai import OpenAIStandIn
+
+    async with OpenAIStandIn(like_llama_cpp=True, chat_models=(MODEL_ALIAS,)) as standin:
+        standin.generate_handler = FakeBrain()
+        yield Endpoints(standin.base_url, standin.base_url, "all-minilm", os.getpid(), "(OpenAI stand-in)")
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     server_args = shlex.split(args.server_args)
-    others = running_model_servers()
-    if others:
-        raise SystemExit("another llama_cpp.server is running; stop it first:\n" + "\n".join(others))
     started = time.monotonic()
-    with LlamaProcess(server_args, CACHE / "local_bot_server.log") as llama, Sampler(llama.pid) as sampler:
-        start_rss = process_rss(llama.pid)
-        print(
-            f"server: {shlex.join(['python', *llama.command[1:]])}\nRSS after loading: {mib(start_rss):,} MiB"
-        )
-        with Embedder() as embedder:
-            result = await run_script(args, llama, embedder)
-        peak = max(sampler.peak, process_rss(llama.pid))
-        command = shlex.join(["python", *llama.command[1:]])
+    endpoints = standin_endpoints() if args.standin else local_endpoints(server_args)
+    async with endpoints as models:
+        with Sampler(models.pid) as sampler:
+            start_rss = process_rss(models.pid)
+            print(f"server: {models.command}\nRSS after loading: {mib(start_rss):,} MiB", flush=True)
+            result: dict[str, Any] = {}
+            stopped = await watched(run_script(args, models, result), sampler, args.stop_above_gb)
+            peak = max(sampler.peak, process_rss(models.pid))
+        command = models.command
     answers = result.get("answers", [])
     out = {
         "server_command": command,
-        "server_args": server_args,
+        "server_args": [] if args.standin else server_args,
         "together": args.together,
+        "stopped": stopped,
         "rss_mib": {
             "start": mib(start_rss),
             "after_flush": result.pop("rss_mib_after_flush", None),
@@ -503,7 +553,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
     }
     print_result(out)
-    path = write_json(f"local_bot_{args.label}" if args.label else "local_bot", out)
+    name = f"local_bot_{args.label}" if args.label else "local_bot"
+    path = write_json(f"{name}_standin" if args.standin else name, out, partial=args.standin)
     print(f"\nwrote {path.relative_to(ROOT)}")
     return out
 
@@ -526,6 +577,8 @@ def print_result(out: dict[str, Any]) -> None:
     if rows:
         print(table(["question", "arrived", "first s", "final s", "right fact", "other people's"], rows))
     flush = out.get("flush", {})
+    if out.get("stopped"):
+        print(out["stopped"])
     print(
         f"\nflush {'done' if flush.get('done') else 'not done'} in {flush.get('seconds')} s; "
         f"{len(out.get('learned', []))} facts learned; replies arrived {out['replies_arrived']}/"
@@ -554,6 +607,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--flush-timeout", type=float, default=1800.0)
     parser.add_argument("--reply-timeout", type=float, default=900.0)
     parser.add_argument("--start-timeout", type=float, default=180.0)
+    parser.add_argument("--stop-above-gb", type=float, default=10.0, help="stop once server RSS passes (GiB)")
+    parser.add_argument("--standin", action="store_true", help="no model: the OpenAI stand-in (plumbing)")
     parser.add_argument("--label", default="", help="results name: local_bot_LABEL.json")
     args = parser.parse_args(argv)
     asyncio.run(run(args))
