@@ -532,6 +532,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result: dict[str, Any] = {}
             stopped = await watched(run_script(args, models, result), sampler, args.stop_above_gb)
             peak = max(sampler.peak, process_rss(models.pid))
+            others = sorted(sampler.others)
         command = models.command
     answers = result.get("answers", [])
     out = {
@@ -539,6 +540,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "server_args": [] if args.standin else server_args,
         "together": args.together,
         "stopped": stopped,
+        "other_model_servers_seen": others,
         "rss_mib": {
             "start": mib(start_rss),
             "after_flush": result.pop("rss_mib_after_flush", None),

@@ -204,12 +204,15 @@ def process_hwm(pid: int) -> int:
 
 
 class Sampler:
-    """A thread reading a process's resident memory every `interval` seconds; `peak` is the highest."""
+    """A thread reading a process's resident memory every `interval` seconds; `peak` is the highest.
+    Every 30 s it also looks for other llama_cpp.server processes (`others`: their command lines), which
+    share the cores: two servers each spinning on every core slow each other down many times over."""
 
     def __init__(self, pid: int, interval: float = 0.5) -> None:
         self.pid = pid
         self.interval = interval
         self.peak = 0
+        self.others: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -222,8 +225,13 @@ class Sampler:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        ticks = 0
         while not self._stop.wait(self.interval):
             self.peak = max(self.peak, process_rss(self.pid))
+            if ticks % max(1, round(30 / self.interval)) == 0:
+                mine = f"{self.pid}:"
+                self.others |= {c for c in running_model_servers() if not c.startswith(mine)}
+            ticks += 1
 
 
 def mib(value: int) -> int:
@@ -587,11 +595,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 stopped = f"the server ended (exit {server.process.returncode}) after request {index + 1}"
                 break
             if record["rss_mib"] * MIB > stop_above or sampler.peak > stop_above:
-                stopped = f"RSS passed {args.stop_above_gb:g} GB after request {index + 1}; stopped there"
+                stopped = f"RSS passed {args.stop_above_gb:g} GiB after request {index + 1}; stopped there"
                 break
         peak = max(sampler.peak, process_rss(server.pid))
         hwm = process_hwm(server.pid)
         final_rss = process_rss(server.pid)
+        others = sampler.others
         command = shlex.join(["python", *server.command[1:]])
     rss = [r["rss_mib"] for r in records]
     result = {
@@ -612,6 +621,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "seconds": summary(records),
         "wall_minutes": round((time.monotonic() - started_at) / 60, 1),
+        "other_model_servers_seen": sorted(others),
         "requests": records,
         "machine": machine(),
     }
@@ -626,6 +636,9 @@ def print_result(result: dict[str, Any]) -> None:
     print(f"\n{result['label']}: {' '.join(result['server_args']) or '(no cache arguments)'}")
     if result["stopped"]:
         print(result["stopped"])
+    if result["other_model_servers_seen"]:
+        print("another model server ran meanwhile (the times are not this server's alone):")
+        print("\n".join(f"  {c}" for c in result["other_model_servers_seen"]))
     print(
         table(
             ["requests", "RSS start MiB", "max MiB", "peak (0.5 s) MiB", "VmHWM MiB", "final MiB"],
