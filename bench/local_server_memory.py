@@ -23,7 +23,11 @@ requests). After every request it reads the server process's resident memory (ps
 high-water mark (VmHWM) is read at the end. A run stops early once the resident memory passes
 `--stop-above-gb` (default 8), and says so. Prints one line per request and a summary: RSS at start
 (model loaded, before the first request), max, final, and seconds per request (chat, memory, all;
-the first ten beside the last ten). Writes bench/results/local_server_memory_<label>.json (the label
+the first ten beside the last ten). From the server's own log (it is verbose by default), per request:
+the prompt tokens it evaluated and those it reused (the prefix still in its context, or a cached
+state's), whether the cache had a state for it, and the seconds of each part: what the cache saves,
+in tokens, whatever else the machine is doing meanwhile (the seconds depend on that; other
+llama_cpp.server processes seen during the run are listed). Writes bench/results/local_server_memory_<label>.json (the label
 from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 20).
 The server's output goes to bench/.cache/llama_server_memory.log.
 """
@@ -34,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shlex
 import signal
 import socket
@@ -109,6 +114,7 @@ class LlamaProcess:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.process: subprocess.Popen[bytes] | None = None
         self.command: list[str] = []
+        self.log_start = 0
 
     def __enter__(self) -> LlamaProcess:
         if not self.model.exists():
@@ -120,6 +126,7 @@ class LlamaProcess:
         with self.log.open("ab") as out:
             out.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(args)}\n".encode())
             out.flush()
+            self.log_start = out.tell()
             self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
             self._wait_loaded()
@@ -130,6 +137,12 @@ class LlamaProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def log_text(self) -> str:
+        """What the server wrote to its log since it started."""
+        with self.log.open("rb") as log:
+            log.seek(self.log_start)
+            return log.read().decode("utf-8", "replace")
 
     @property
     def pid(self) -> int:
@@ -158,6 +171,39 @@ class LlamaProcess:
             except OSError:
                 time.sleep(1)
         raise RuntimeError(f"llama_cpp.server did not answer within {seconds:g} s; see {self.log}")
+
+
+# ---- what the server's log says of each request ----------------------------------------------------------
+
+PERF = re.compile(
+    r"^llama_perf_context_print:\s+(?P<what>prompt eval|eval) time =\s*(?P<ms>[\d.]+) ms /\s*(?P<n>\d+) "
+)
+PREFIX = re.compile(r"Llama\.generate: (?P<n>\d+) prefix-match hit, remaining (?P<rest>\d+) prompt tokens")
+
+
+def perf_entries(log: str) -> list[dict[str, Any]]:
+    """One entry per completion the server ran, in order, from its verbose log: prompt tokens it
+    evaluated and reused (prefix of its context or of a cached state), the seconds that took, tokens
+    generated and their seconds, and whether the prompt cache had a state for it (None: no cache)."""
+    entries: list[dict[str, Any]] = []
+    pending: dict[str, Any] = {"cache": None, "reused_tokens": 0}
+    for line in log.splitlines():
+        if "Llama._create_completion: cache hit" in line:
+            pending["cache"] = "hit"
+        elif "Llama._create_completion: cache miss" in line:
+            pending["cache"] = "miss"
+        elif found := PREFIX.search(line):
+            pending["reused_tokens"] = int(found["n"])
+        elif found := PERF.match(line):
+            seconds = round(float(found["ms"]) / 1000, 2)
+            if found["what"] == "prompt eval":
+                entries.append(
+                    {**pending, "evaluated_tokens": int(found["n"]), "prompt_eval_seconds": seconds}
+                )
+                pending = {"cache": None, "reused_tokens": 0}
+            elif entries:
+                entries[-1] |= {"output_tokens": int(found["n"]), "generate_seconds": seconds}
+    return entries
 
 
 # ---- resident memory --------------------------------------------------------------------------------------
@@ -549,6 +595,21 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     out["last_10_mean_seconds"] = mean(seconds[-10:])
     firsts = [r["first_token_seconds"] for r in done if r.get("first_token_seconds") is not None]
     out["chat_mean_first_token_seconds"] = mean(firsts)
+    for kind in ("chat", "memory"):
+        of_kind = [r for r in records if r["kind"] == kind and "evaluated_tokens" in r]
+        out[f"{kind}_mean_evaluated_tokens"] = mean([r["evaluated_tokens"] for r in of_kind])
+        out[f"{kind}_mean_reused_tokens"] = mean([r["reused_tokens"] for r in of_kind])
+    timed = [r for r in records if r.get("prompt_eval_seconds")]
+    evaluated = sum(r["evaluated_tokens"] for r in timed)
+    out["prompt_tokens_per_second"] = (
+        round(evaluated / sum(r["prompt_eval_seconds"] for r in timed), 1) if timed else None
+    )
+    generated = [r for r in records if r.get("generate_seconds")]
+    out["output_tokens_per_second"] = (
+        round(sum(r["output_tokens"] for r in generated) / sum(r["generate_seconds"] for r in generated), 2)
+        if generated
+        else None
+    )
     out["errors"] = len(records) - len(done)
     out["cut_off_streams"] = sum(1 for r in done if r["kind"] == "chat" and r["finish_reason"] is None)
     return out
@@ -602,6 +663,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         final_rss = process_rss(server.pid)
         others = sampler.others
         command = shlex.join(["python", *server.command[1:]])
+    # the server has stopped, its log is complete: its figures of each completion, in order
+    for record, perf in zip(records, perf_entries(server.log_text()), strict=False):
+        record.update(perf)
     rss = [r["rss_mib"] for r in records]
     result = {
         "label": label,
@@ -671,6 +735,12 @@ def print_result(result: dict[str, Any]) -> None:
         )
     )
     print(
+        f"prompt tokens evaluated / reused, mean: chat {seconds['chat_mean_evaluated_tokens']} / "
+        f"{seconds['chat_mean_reused_tokens']}, memory {seconds['memory_mean_evaluated_tokens']} / "
+        f"{seconds['memory_mean_reused_tokens']}; {seconds['prompt_tokens_per_second']} prompt tokens/s, "
+        f"{seconds['output_tokens_per_second']} output tokens/s"
+    )
+    print(
         f"prompt tokens (first of each kind): {result['prompt_tokens']}; chat first token "
         f"{seconds['chat_mean_first_token_seconds']} s mean; errors {seconds['errors']}; "
         f"streams ended without a finish reason: {seconds['cut_off_streams']}"
@@ -682,6 +752,7 @@ def stop_on_signals() -> None:
     server (a `timeout` or a closed terminal must not leave a model server behind)."""
 
     def leave(signum: int, _frame: object) -> None:
+        print(f"received {signal.Signals(signum).name} at {time.strftime('%H:%M:%S')}; stopping", flush=True)
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, leave)

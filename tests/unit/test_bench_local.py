@@ -22,6 +22,7 @@ from bench.local_server_memory import (
     MIB,
     label_for,
     memory_request,
+    perf_entries,
     process_rss,
     requests_for,
     status_bytes,
@@ -76,6 +77,43 @@ def test_a_finished_process_reads_as_zero() -> None:
 )
 def test_a_run_is_named_by_its_cache_arguments(args: list[str], label: str) -> None:
     assert label_for(args) == label
+
+
+SERVER_LOG = """INFO:     127.0.0.1:36932 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+llama_perf_context_print:        load time =    1200.00 ms
+llama_perf_context_print: prompt eval time =  209029.62 ms /  1742 tokens (  119.99 ms per token,     8.33 tokens per second)
+llama_perf_context_print:        eval time =   41710.00 ms /    59 runs   (  706.95 ms per token,     1.41 tokens per second)
+llama_perf_context_print:       total time =  254144.51 ms /  1801 tokens
+Llama._create_completion: cache hit
+Llama.generate: 353 prefix-match hit, remaining 1278 prompt tokens to eval
+llama_perf_context_print: prompt eval time =  120112.13 ms /  1278 tokens (   93.98 ms per token,    10.64 tokens per second)
+llama_perf_context_print:        eval time =    9825.10 ms /    15 runs   (  655.01 ms per token,     1.53 tokens per second)
+Llama._create_completion: cache miss
+Llama.generate: 3 prefix-match hit, remaining 1742 prompt tokens to eval
+llama_perf_context_print: prompt eval time =  255837.98 ms /  1742 tokens (  146.86 ms per token,     6.81 tokens per second)
+"""
+
+
+def test_the_server_log_gives_each_completion_s_tokens_and_seconds_in_order() -> None:
+    assert perf_entries(SERVER_LOG) == [
+        {
+            "cache": None,
+            "reused_tokens": 0,
+            "evaluated_tokens": 1742,
+            "prompt_eval_seconds": 209.03,
+            "output_tokens": 59,
+            "generate_seconds": 41.71,
+        },
+        {
+            "cache": "hit",
+            "reused_tokens": 353,
+            "evaluated_tokens": 1278,
+            "prompt_eval_seconds": 120.11,
+            "output_tokens": 15,
+            "generate_seconds": 9.83,
+        },
+        {"cache": "miss", "reused_tokens": 3, "evaluated_tokens": 1742, "prompt_eval_seconds": 255.84},
+    ]
 
 
 def test_requests_alternate_and_every_prompt_differs() -> None:
