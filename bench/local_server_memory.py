@@ -184,7 +184,9 @@ PREFIX = re.compile(r"Llama\.generate: (?P<n>\d+) prefix-match hit, remaining (?
 def perf_entries(log: str) -> list[dict[str, Any]]:
     """One entry per completion the server ran, in order, from its verbose log: prompt tokens it
     evaluated and reused (prefix of its context or of a cached state), the seconds that took, tokens
-    generated and their seconds, and whether the prompt cache had a state for it (None: no cache)."""
+    generated and their seconds, and `cache`: "hit" when a cached state was loaded for it, "miss" when
+    no cached state shared any of its prefix, None without a cache or when the best cached state shared
+    no more than the server's context already did (the server then says nothing)."""
     entries: list[dict[str, Any]] = []
     pending: dict[str, Any] = {"cache": None, "reused_tokens": 0}
     for line in log.splitlines():
