@@ -28,7 +28,7 @@ the prompt tokens it evaluated and those it reused (the prefix still in its cont
 state's), whether the cache had a state for it, and the seconds of each part: what the cache saves,
 in tokens, whatever else the machine is doing meanwhile (the seconds depend on that; other
 llama_cpp.server processes seen during the run are listed). Writes bench/results/local_server_memory_<label>.json (the label
-from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 20).
+from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 10).
 The server's output goes to bench/.cache/llama_server_memory.log.
 """
 
@@ -63,7 +63,7 @@ HISTORY_LINES = 16
 CHUNK_LINES = 50
 CHANNELS = 3
 FULL_RUN = 100
-TRIAL_BELOW = 20  # requests: fewer make a trial run, written as .partial.json
+TRIAL_BELOW = 10  # requests: fewer make a trial run, written as .partial.json
 
 
 # ---- the server -------------------------------------------------------------------------------------------
