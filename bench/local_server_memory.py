@@ -416,8 +416,8 @@ def chat_system() -> str:
     from datetime import datetime
 
     try:
+        from bot.chat.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
         from bot.config import DEFAULT_PERSONA
-        from bot.llm.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
 
         return chat_persona(DEFAULT_PERSONA, datetime(2026, 11, 27, 12), memory_on=True) + (
             "\n\n" + CHAT_MEMORY_PREAMBLE
