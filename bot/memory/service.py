@@ -10,9 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import statistics
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -22,11 +20,10 @@ from typing import Any
 from bot.memory.about import asks_in_general
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
-from bot.memory.counting import STATE_KEY as COUNTING_STATE
-from bot.memory.counting import CountingWatch
-from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
-from bot.memory.extract import SELECT, extract_chunk
-from bot.memory.leases import Holder, Leases, channel_key
+from bot.memory.events import Forgotten, Learned, MemoryEvent, OptedIn, OptedOut
+from bot.memory.extract import SELECT
+from bot.memory.flushing import Flusher
+from bot.memory.leases import Holder, Leases
 from bot.memory.lookup import (
     SEARCH_LIMIT,
     LookupRequest,
@@ -49,7 +46,6 @@ from bot.memory.models import (
     Fact,
     FactStatus,
     GuildSettings,
-    NewEpisode,
     NewFact,
     Origin,
     guild_id_of,
@@ -61,15 +57,8 @@ from bot.memory.policy import MemoryPolicy
 from bot.memory.ports import (
     Embedder,
     JsonModel,
-    ModelBadAnswer,
-    ModelCutOff,
-    ModelError,
-    ModelKeyRejected,
-    ModelRefusal,
-    Purpose,
     Storage,
     StorageWorker,
-    usage_scope,
 )
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.remembering import Refusal, remembered_facts
@@ -78,9 +67,6 @@ from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_rea
 
 log = logging.getLogger(__name__)
 
-# Unusable answers for a message's chunk before its parts are read apart (outages never count).
-MAX_BAD_ANSWERS = 5
-ISOLATION_SHARE = 0.5  # of a flush's work deadline that reading a chunk apart may take
 PERSONA_MAX_CHARS = 2000  # a persona is part of every reply's prompt in its server or channel
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
 INDEX_UPKEEP_PAGES = 200  # pages of keyword-index merging per step: ~25 ms of the store's time
@@ -107,63 +93,6 @@ class ImportTriage:
     new: list[int] = field(default_factory=list)
     known: list[int] = field(default_factory=list)
     opted_out: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Reading:
-    """What reading a chunk gave: its facts, the messages skipped (refused, or unusable even alone), and
-    those left buffered because the flush spent its isolation budget."""
-
-    facts: list[NewFact] = field(default_factory=list)
-    episodes: list[NewEpisode] = field(default_factory=list)
-    refused: list[BufferedMessage] = field(default_factory=list)
-    unusable: list[BufferedMessage] = field(default_factory=list)
-    left: list[BufferedMessage] = field(default_factory=list)
-    error: str = ""  # the last unusable answer, for the admin log
-
-    def __iadd__(self, other: Reading) -> Reading:
-        self.facts += other.facts
-        self.episodes += other.episodes
-        self.refused += other.refused
-        self.unusable += other.unusable
-        self.left += other.left
-        self.error = other.error or self.error
-        return self
-
-
-@dataclass
-class Isolation:
-    """What one flush may still spend reading a chunk apart: unusable answers to follow up (by reading
-    smaller parts or asking again), and time, so the flush ends well within its lease."""
-
-    spare: int
-    until: float
-    clock: Callable[[], float]
-
-    @classmethod
-    def for_chunk(cls, size: int, seconds: float, clock: Callable[[], float]) -> Isolation:
-        """Enough to find one message at fault: the chunk, its channel's part, each halving, the second try."""
-        return cls(math.ceil(math.log2(max(size, 1))) + 2, clock() + seconds, clock)
-
-    def expired(self) -> bool:
-        return self.clock() >= self.until
-
-    def spend(self) -> bool:
-        if self.spare <= 0 or self.expired():
-            return False
-        self.spare -= 1
-        return True
-
-
-def parts_of(part: list[BufferedMessage]) -> list[list[BufferedMessage]]:
-    """A part to read apart: each channel's messages when it spans several channels, else its halves."""
-    channels: dict[str, list[BufferedMessage]] = {}
-    for message in part:
-        channels.setdefault(message.channel_id, []).append(message)
-    if len(channels) > 1:
-        return list(channels.values())
-    half = len(part) // 2
-    return [part[:half], part[half:]]
 
 
 class MemoryService:
@@ -210,6 +139,15 @@ class MemoryService:
             keyword_weight=recall.keyword_weight,
             context_weight=recall.context_weight,
         )
+        self.flusher = Flusher(
+            store,
+            llm,
+            policy,
+            self.leases,
+            self.consolidator,
+            still_captured=self.still_captured,
+            emit=self._emit,
+        )
         self.capture_buffer = CaptureBuffer(store, policy.flush, self.flush_channels, accept=self._wanted)
         self._listeners: list[Listener] = []
         self._opted_out: set[tuple[str, str]] = set()
@@ -224,9 +162,6 @@ class MemoryService:
         # (so queued captures are refused), and the watcher's reload in between would undo that.
         self._settings_changing = asyncio.Lock()
         self.recall_failures = 0
-        self.counting = CountingWatch()  # whether the memory model's selections are worth asking for
-        self._counting_saved: dict[str, Any] = self.counting.state()
-        self.clock: Callable[[], float] = time.monotonic  # times the reading apart of a chunk
 
     async def start(self, *, scope: str | None = None) -> None:
         """Load caches and start capturing; overdue buffers from a previous run flush first.
@@ -235,22 +170,21 @@ class MemoryService:
         Discord bot's channels to the bot, which may be running on the same database.
         """
         await self.reload_caches()
-        saved = await self.store.call(Storage.get_state, COUNTING_STATE)
-        self.counting = CountingWatch.of(json.loads(saved) if saved else None)
-        self._counting_saved = self.counting.state()
+        await self.flusher.load_counting()
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start(scope)
         self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
         self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
         self._vacuum = asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets")
 
-    async def _keep_counting_state(self) -> None:
-        """Save the counting watch when it changed, so a restart neither asks a counting model again at
-        once nor forgets that it chose (`stats` shows it)."""
-        state = self.counting.state()
-        if state != self._counting_saved:
-            await self.store.call(Storage.set_state, COUNTING_STATE, json.dumps(state))
-            self._counting_saved = state
+    @property
+    def clock(self) -> Callable[[], float]:
+        """What times the reading apart of a chunk (the flusher's; a test sets its own)."""
+        return self.flusher.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.flusher.clock = clock
 
     async def reload_caches(self) -> None:
         self._settings_seen = await self.store.call(Storage.settings_version)
@@ -451,137 +385,8 @@ class MemoryService:
         return await self.flush_channels([channel_id])
 
     async def flush_channels(self, channel_ids: list[str]) -> int:
-        """One extraction over the oldest buffered messages of channels of one scope (the chunk size in
-        all), each message keeping its channel; returns the number of changes.
-
-        On a Gemini failure nothing is written and the messages stay buffered for a later attempt, except
-        when the chunk's answers stayed unusable and its parts were read apart (`_read`): what they taught
-        is written, and only the parts the flush's isolation budget did not reach stay buffered.
-        """
-        claimed = [c for c in channel_ids if await self.leases.try_claim([channel_key(c)])]
-        try:
-            async with asyncio.timeout(self.leases.work_deadline):
-                return await self._flush_claimed(claimed)
-        finally:
-            if claimed:
-                await self.leases.release([channel_key(c) for c in claimed])
-
-    async def _flush_claimed(self, channel_ids: list[str]) -> int:
-        """`flush_channels` on channels this process holds the lease of (another process may flush the rest)."""
-        chunk: list[BufferedMessage] = []
-        for channel_id in channel_ids:
-            room = self.policy.flush.max_messages - len(chunk)
-            if room <= 0:
-                break
-            part = await self.store.call(Storage.pending_messages, channel_id, room)
-            if part and chunk and part[0].scope != chunk[0].scope:
-                continue  # a caller's mistake; scopes never share a call
-            if part and not self.still_captured(part[0]):  # switched off or ignored meanwhile
-                await self.store.call(Storage.delete_pending_messages, [m.message_id for m in part])
-                continue
-            chunk += part
-        if not chunk:
-            return 0
-        scope = chunk[0].scope
-        ids = [m.message_id for m in chunk]
-        # Counted per message, so a message that spoils every answer reaches the limit whatever its company.
-        at_limit = max(m.attempts for m in chunk) + 1 >= MAX_BAD_ANSWERS
-        try:
-            with usage_scope(scope):  # what this costs shows in the server's own /memory-admin stats
-                reading = await self._read(chunk, isolation=self._isolation(len(chunk)) if at_limit else None)
-                left = {m.message_id for m in reading.left}
-                names = {(m.scope, m.author_id): m.author_name for m in chunk if not m.is_bot}
-                changes = await self.consolidator.run(
-                    reading.facts,
-                    episodes=reading.episodes,
-                    consumed_message_ids=[i for i in ids if i not in left],  # skipped ones too
-                    user_names=names,
-                    read_texts={m.message_id: m.content for m in chunk},
-                    last_try=at_limit,
-                )
-        except ModelError as exc:
-            if isinstance(exc, ModelBadAnswer):  # counted apart from outages, which never cost messages
-                await self.store.call(Storage.mark_attempt, ids)
-            self._failed(scope, exc, len(ids))
-            raise
-        self._tell(scope, reading, changes, len(chunk))
-        if reading.left:  # what the isolation did not reach waits for the next flush, backing off
-            failure = ModelBadAnswer(
-                reading.error or "no time left to read the chunk apart", purpose=Purpose.EXTRACT
-            )
-            self._failed(scope, failure, len(reading.left))
-            raise failure
-        return len(changes)
-
-    def _isolation(self, size: int) -> Isolation:
-        """Reading apart may take half the flush's time; the rest is for a call under way and consolidation."""
-        return Isolation.for_chunk(size, self.leases.work_deadline * ISOLATION_SHARE, self.clock)
-
-    def _failed(self, scope: str, exc: ModelError, pending: int) -> None:
-        key_rejected = isinstance(exc, ModelKeyRejected)
-        self._emit(ModelFailed(scope, str(exc.purpose), str(exc), pending, key_rejected=key_rejected))
-
-    def _tell(self, scope: str, reading: Reading, changes: list[AppliedChange], read: int) -> None:
-        """Admin events of a flush: what was skipped, per channel, and what was learned."""
-        for refused, skipped in ((True, reading.refused), (False, reading.unusable)):
-            error = "" if refused else reading.error
-            for channel_id, count in Counter(m.channel_id for m in skipped).items():
-                self._emit(Skipped(scope, count, refused=refused, error=error, channel_id=channel_id))
-        if changes:
-            learned_from = read - len(reading.refused) - len(reading.unusable) - len(reading.left)
-            self._emit(Learned(scope, changes, learned_from))
-
-    async def _read(
-        self, part: list[BufferedMessage], *, isolation: Isolation | None, alone_again: bool = False
-    ) -> Reading:
-        """The facts of `part`, read in smaller parts apart when the input is at fault.
-
-        A refusal is about the text, so asking again never helps: the part is split (by channel, then in
-        halves) until the message at fault is found and skipped. An answer cut off at its token limit
-        (ModelCutOff) is split at once too, since the same question loops the same way; for one message
-        it is an unusable answer. An unusable answer may be the model's
-        flakiness, so it is split only under an `isolation` (the chunk has had its MAX_BAD_ANSWERS), and
-        a message that came out of a split is asked again alone (`alone_again`) before it is given up.
-        Either way everyone else's facts are learned; an outage propagates and costs nothing.
-        """
-        if isolation is not None and isolation.expired():
-            return Reading(left=part)
-        try:
-            extraction = await extract_chunk(
-                self.llm,
-                part,
-                community=self.policy.community,
-                mode=self.policy.extraction,
-                watch=self.counting,
-            )
-            await self._keep_counting_state()
-            return Reading(facts=extraction.facts, episodes=extraction.episodes)
-        except ModelRefusal as exc:
-            if len(part) == 1:
-                log.info("Gemini refused to read message %s; skipping it: %s", part[0].message_id, exc)
-                return Reading(refused=part)
-            return await self._read_apart(part, isolation)
-        except ModelBadAnswer as exc:
-            if isinstance(exc, ModelCutOff) and len(part) > 1:
-                return await self._read_apart(part, isolation)  # asked the same way, it loops the same way
-            if isolation is None:
-                raise
-            if len(part) == 1 and not alone_again:
-                log.warning(
-                    "Gemini's answers for message %s stay unusable; skipping it: %s", part[0].message_id, exc
-                )
-                return Reading(unusable=part, error=str(exc))
-            if not isolation.spend():
-                return Reading(left=part, error=str(exc))
-            if len(part) == 1:
-                return await self._read(part, isolation=isolation)
-            return await self._read_apart(part, isolation)
-
-    async def _read_apart(self, part: list[BufferedMessage], isolation: Isolation | None) -> Reading:
-        reading = Reading()
-        for piece in parts_of(part):
-            reading += await self._read(piece, isolation=isolation, alone_again=len(piece) == 1)
-        return reading
+        """One extraction over the oldest buffered messages of channels of one scope (`Flusher`)."""
+        return await self.flusher.flush_channels(channel_ids)
 
     def still_captured(self, message: BufferedMessage) -> bool:
         """Whether the guild and channel of a buffered message are still remembered, checked at flush."""

@@ -22,10 +22,10 @@ from bot.discord_bot.cogs.chat import FAILED_REPLY, MISCONFIGURED_REPLY, NO_TEXT
 from bot.discord_bot.discord_text import STREAMING_MARKER
 from bot.llm.retry import THINKING_TOKENS
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
+from bot.memory.flushing import MAX_BAD_ANSWERS
 from bot.memory.models import NewFact
 from bot.memory.ports import ModelBadAnswer, ModelError
 from bot.memory.prompts.extraction import EXTRACT_TASK
-from bot.memory.service import MAX_BAD_ANSWERS
 from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload
 from tests.e2e.world import World, eventually, world

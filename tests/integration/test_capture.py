@@ -18,9 +18,10 @@ from bot.app import memory_policy
 from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
 from bot.memory.events import MemoryEvent, Skipped
+from bot.memory.flushing import ISOLATION_SHARE, MAX_BAD_ANSWERS
 from bot.memory.models import BufferedMessage, NewFact
 from bot.memory.ports import ModelBadAnswer, ModelCutOff, ModelError, ModelRefusal, Purpose, answer_budget
-from bot.memory.service import MAX_BAD_ANSWERS, MemoryService
+from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage
 from tests.conftest import make_settings
@@ -664,7 +665,7 @@ async def test_reading_apart_stops_in_time_and_the_next_flushes_go_on_where_it_s
     now = [0.0]
 
     def slow(payload: dict[str, Any]) -> dict[str, Any]:
-        now[0] += service.leases.work_deadline * service_module.ISOLATION_SHARE / 4  # 4 calls fit
+        now[0] += service.leases.work_deadline * ISOLATION_SHARE / 4  # 4 calls fit
         return spoiled(payload)
 
     llm.handlers[Purpose.EXTRACT] = slow
