@@ -15,6 +15,7 @@ import discord
 from bot.discord_bot.discord_text import speaker_name
 from bot.memory.models import Decision, Fact, Origin, guild_scope
 from bot.memory.service import MemoryService
+from bot.memory.switches import Reason
 
 OPTED_OUT = "You're opted out here, so I don't remember things about you. /memory optin turns that back on."
 MEMORY_OFF = "Memory is switched off in this server, so I can't remember anything here."
@@ -40,19 +41,16 @@ def origin_of(channel: Any) -> Origin:
 
 
 def refusal(memory: MemoryService, user_id: int, guild_id: int | None, channel: Any) -> str | None:
-    """Why nothing may be remembered for this person here, or None when it may."""
-    if memory.is_opted_out(guild_scope(guild_id), str(user_id)):
-        return OPTED_OUT
-    if guild_id is not None:
-        settings = memory.guild(str(guild_id))
-        if not settings.memory_enabled:
-            return MEMORY_OFF
-        ignored = settings.ignored_channel_ids
-        channels = [str(c) for c in (channel.id, getattr(channel, "parent_id", None)) if c is not None]
-        for channel_id in channels:  # the channel itself, or the channel of its thread
-            if channel_id in ignored:
-                return IGNORED.format(channel=channel_id)
-    return None
+    """Why nothing may be remembered for this person here (the engine's rule, in words), or None."""
+    guild = None if guild_id is None else str(guild_id)
+    around = () if guild is None else (channel.id, getattr(channel, "parent_id", None))  # a thread's too
+    channels = [str(c) for c in around if c is not None]
+    refused = memory.not_here(guild, channels, person=(guild_scope(guild_id), str(user_id)))
+    if refused is None:
+        return None
+    if refused.reason is Reason.IGNORED:
+        return IGNORED.format(channel=refused.channel_id)
+    return OPTED_OUT if refused.reason is Reason.OPTED_OUT else MEMORY_OFF
 
 
 def fact_mention(fact: Fact) -> str:

@@ -34,6 +34,7 @@ from bot.memory.models import (
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.service import MemoryService
 from bot.memory.shared import as_said, point_links, served_fact
+from bot.memory.switches import Reason
 
 RECALL_LIMIT = 10  # facts per person one recall may find
 RECALL_TOKEN_BUDGET = 500  # what a compact answer may cost the client's context
@@ -90,12 +91,21 @@ def parse_ids(raw: Sequence[int | str]) -> tuple[list[int], list[int]]:
     return facts, episodes
 
 
-def memory_off(service: MemoryService, reader: Reader) -> str | None:
-    """Why nothing is read or written here (memory switched off in the server), or None."""
+def not_here(service: MemoryService, reader: Reader, person: Participant | None = None) -> str | None:
+    """Why nothing is read or written here (memory switched off in the server), or with `person`,
+    nothing remembered of them (they opted out); None when it may be. The switch is said first."""
     guild = guild_id_of(reader.scope)
-    if guild is not None and not service.guild(str(guild)).memory_enabled:
-        return "memory is switched off in this server: nothing is recalled or remembered"
-    return None
+    where = None if guild is None else str(guild)
+    refused = service.not_here(where)
+    if refused is None and person is not None:
+        refused = service.not_here(where, person=(reader.scope, person.user_id))
+    return None if refused is None else _NOT_HERE[refused.reason]
+
+
+_NOT_HERE = {
+    Reason.MEMORY_OFF: "memory is switched off in this server: nothing is recalled or remembered",
+    Reason.OPTED_OUT: "this person opted out of being remembered here (/memory optin undoes it)",
+}
 
 
 async def recall(
@@ -112,7 +122,7 @@ async def recall(
     query = query.strip()
     if not query:
         raise ConsultError("query is empty: say what to look for")
-    if (off := memory_off(service, reader)) is not None:
+    if (off := not_here(service, reader)) is not None:
         return {"facts": [], "conversations": [], "note": off}
     if reader.person is not None:
         people = [reader.person]
@@ -166,7 +176,7 @@ async def get(service: MemoryService, reader: Reader, ids: Sequence[int | str]) 
     """The full texts of facts and conversations by id, with where and when they were said; an id this
     reader may not read is answered as if it did not exist."""
     fact_ids, episode_ids = parse_ids(ids)
-    if (off := memory_off(service, reader)) is not None:
+    if (off := not_here(service, reader)) is not None:
         return {"results": [], "note": off}
     facts = [f for f in await service.store.call(facts_by_id, fact_ids) if f is not None]
     facts = [f for f in facts if _readable(service, reader, f)]
@@ -214,7 +224,7 @@ async def recap(
             "conversations": [],
             "note": "the server's memory of conversations is switched off (MEMORY_COMMUNITY)",
         }
-    if (off := memory_off(service, reader)) is not None:
+    if (off := not_here(service, reader)) is not None:
         return {"conversations": [], "note": off}
     listed = await service.list_episodes(
         reader.scope, channel_ids=channel_ids, since=since, limit=RECAP_LIMIT
@@ -237,13 +247,8 @@ async def remember(service: MemoryService, reader: Reader, text: str) -> dict[st
     person = _person(reader, "remember")
     if not text.strip():
         raise ConsultError("text is empty: say what to remember, in the person's own words")
-    if (off := memory_off(service, reader)) is not None:
+    if (off := not_here(service, reader, person)) is not None:
         return {"stored": [], "note": off}
-    if service.is_opted_out(reader.scope, person.user_id):
-        return {
-            "stored": [],
-            "note": "this person opted out of being remembered here (/memory optin undoes it)",
-        }
     result = await service.remember_now(
         reader.scope,
         person.user_id,

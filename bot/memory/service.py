@@ -63,11 +63,11 @@ from bot.memory.ports import (
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.remembering import Refusal, remembered_facts
 from bot.memory.shared import served_episode, served_fact
+from bot.memory.switches import NotHere, Switches
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
 
 log = logging.getLogger(__name__)
 
-PERSONA_MAX_CHARS = 2000  # a persona is part of every reply's prompt in its server or channel
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
 INDEX_UPKEEP_PAGES = 200  # pages of keyword-index merging per step: ~25 ms of the store's time
 INDEX_UPKEEP_PIECES = 4  # the keyword index is folded once it is in this many pieces
@@ -139,28 +139,22 @@ class MemoryService:
             keyword_weight=recall.keyword_weight,
             context_weight=recall.context_weight,
         )
+        self.switches = Switches(store, policy.settings_poll_seconds)
         self.flusher = Flusher(
             store,
             llm,
             policy,
             self.leases,
             self.consolidator,
-            still_captured=self.still_captured,
+            still_captured=self.switches.still_captured,
             emit=self._emit,
         )
         self.capture_buffer = CaptureBuffer(store, policy.flush, self.flush_channels, accept=self._wanted)
         self._listeners: list[Listener] = []
-        self._opted_out: set[tuple[str, str]] = set()
         self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
-        self._guilds: dict[str, GuildSettings] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        self._settings_seen = -1
-        self._watcher: asyncio.Task[None] | None = None
         self._upkeep: asyncio.Task[None] | None = None
         self._vacuum: asyncio.Task[None] | None = None
-        # Held while this process changes a setting: its caches take the change before the database does
-        # (so queued captures are refused), and the watcher's reload in between would undo that.
-        self._settings_changing = asyncio.Lock()
         self.recall_failures = 0
 
     async def start(self, *, scope: str | None = None) -> None:
@@ -169,11 +163,11 @@ class MemoryService:
         `scope`: flush only that scope's buffers. A front end of its own (the terminal chat) leaves the
         Discord bot's channels to the bot, which may be running on the same database.
         """
-        await self.reload_caches()
+        await self.switches.reload()
         await self.flusher.load_counting()
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start(scope)
-        self._watcher = asyncio.create_task(self._watch_settings(), name="settings-watcher")
+        self.switches.watch()
         self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
         self._vacuum = asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets")
 
@@ -187,20 +181,7 @@ class MemoryService:
         self.flusher.clock = clock
 
     async def reload_caches(self) -> None:
-        self._settings_seen = await self.store.call(Storage.settings_version)
-        self._opted_out = await self.store.call(Storage.opted_out)
-        self._guilds = await self.store.call(Storage.guild_settings)
-
-    async def _watch_settings(self) -> None:
-        """Reload the caches when another process on the database changed a setting (one small read)."""
-        while True:
-            await asyncio.sleep(self.policy.settings_poll_seconds)
-            try:
-                async with self._settings_changing:
-                    if await self.store.call(Storage.settings_version) != self._settings_seen:
-                        await self.reload_caches()
-            except Exception as exc:  # a busy or briefly unreachable database: the next poll tries again
-                log.warning("could not check for settings changed elsewhere: %s", exc)
+        await self.switches.reload()
 
     async def _vacuum_after_forgets(self) -> None:
         """Every `vacuum_seconds`, what forgets deleted leaves the files where the backend keeps it until a
@@ -231,7 +212,8 @@ class MemoryService:
 
         `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
         """
-        for task in (self._watcher, self._upkeep, self._vacuum):
+        await self.switches.stop()
+        for task in (self._upkeep, self._vacuum):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -263,19 +245,20 @@ class MemoryService:
     # ---- capture ---------------------------------------------------------------------------------------
 
     def guild(self, guild_id: str) -> GuildSettings:
-        return self._guilds.get(guild_id) or GuildSettings(guild_id)
+        return self.switches.guild(guild_id)
 
     def is_opted_out(self, scope: str, user_id: str) -> bool:
-        return (scope, user_id) in self._opted_out
+        return self.switches.is_opted_out(scope, user_id)
 
-    def channel_captured(self, guild_id: str | None, channel_ids: tuple[str, ...]) -> bool:
-        """Whether memory is on in this guild and none of these channels (thread, parent) is ignored."""
-        if guild_id is None:
-            return True
-        settings = self._guilds.get(guild_id)
-        if settings is None:  # never configured: the defaults, memory on and nothing ignored
-            return True
-        return settings.memory_enabled and not any(c in settings.ignored_channel_ids for c in channel_ids)
+    def not_here(
+        self,
+        guild_id: str | None,
+        channel_ids: Collection[str] = (),
+        *,
+        person: tuple[str, str] | None = None,
+    ) -> NotHere | None:
+        """Why nothing of `person` (scope, user id) said here may be remembered, or None (`Switches.not_here`)."""
+        return self.switches.not_here(guild_id, channel_ids, person=person)
 
     def capture(
         self,
@@ -291,9 +274,8 @@ class MemoryService:
         channels = (
             (message.channel_id,) if parent_channel_id is None else (message.channel_id, parent_channel_id)
         )
-        if not self.channel_captured(guild_id, channels):
-            return False
-        if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
+        author = None if message.is_bot else (message.scope, message.author_id)
+        if self.not_here(guild_id, channels, person=author) is not None:
             return False
         if self.no_memory(message.content) or not worth_reading(message.content):
             return False
@@ -305,13 +287,11 @@ class MemoryService:
         return True
 
     def _wanted(self, message: BufferedMessage) -> bool:
-        """Asked as a queued message is written: an opt-out or switch made since its capture wins."""
-        if not message.is_bot and self.is_opted_out(message.scope, message.author_id):
-            return False
+        """Asked as a queued message is written: an opt-out, switch or forget-all made since its capture wins."""
         forgotten = self._forgotten_at.get((message.scope, message.author_id))
         if forgotten is not None and message.created_at <= forgotten:  # said before a forget-all
             return False
-        return self.still_captured(message)
+        return self.switches.may_keep(message)
 
     async def _settle_queue(self) -> None:
         """Let queued captures reach the database before a change that must cover them.
@@ -387,12 +367,6 @@ class MemoryService:
     async def flush_channels(self, channel_ids: list[str]) -> int:
         """One extraction over the oldest buffered messages of channels of one scope (`Flusher`)."""
         return await self.flusher.flush_channels(channel_ids)
-
-    def still_captured(self, message: BufferedMessage) -> bool:
-        """Whether the guild and channel of a buffered message are still remembered, checked at flush."""
-        channels = tuple(c for c in (message.channel_id, message.parent_channel_id) if c is not None)
-        guild_id = guild_id_of(message.scope)
-        return self.channel_captured(None if guild_id is None else str(guild_id), channels)
 
     async def flush_now(self, channel_id: str | None = None) -> None:
         await self.capture_buffer.flush_now(channel_id)
@@ -623,7 +597,7 @@ class MemoryService:
 
     def withheld(self, scope: str) -> set[str]:
         """The people of a scope whose words shared memory no longer serves: those who opted out."""
-        return {user for where, user in self._opted_out if where == scope}
+        return self.switches.withheld(scope)
 
     async def forget_episode(self, scope: str, episode_id: int, *, actor: str) -> bool:
         """Hard-delete one episode of a server; whether it was there."""
@@ -704,9 +678,7 @@ class MemoryService:
         """Erase the memory of every server the bot was removed from longer than the grace period ago,
         as its admins' /memory-admin forget-server would; the guild ids erased."""
         cutoff = iso((now or utcnow()) - timedelta(seconds=self.policy.removed_server_seconds))
-        gone = [
-            g for g, s in list(self._guilds.items()) if s.removed_at is not None and s.removed_at <= cutoff
-        ]
+        gone = self.switches.removed_before(cutoff)
         for guild_id in gone:
             facts, episodes = await self.forget_server(guild_scope(guild_id), actor="removed")
             await self.update_guild(guild_id, removed_at=None)
@@ -728,76 +700,22 @@ class MemoryService:
 
     async def set_opt_out(self, scope: str, user_id: str, opted_out: bool) -> None:
         """Record the choice; an opt-out drops what is buffered of the person, queued messages included."""
-        async with self._settings_changing:
-            if opted_out:
-                # From here on nothing of theirs is captured, and what is still queued is refused when written
-                # (`_wanted`); the store then drops what is buffered, with every buffered turn of the bot.
-                self._opted_out.add((scope, user_id))
-                await self._settle_queue()
-            try:
-                await self.store.call(Storage.set_opt_out, scope, user_id, opted_out)
-            except Exception:
-                if opted_out:  # memory says what the database says
-                    self._opted_out.discard((scope, user_id))
-                raise
-            if not opted_out:
-                self._opted_out.discard((scope, user_id))
-            self._emit((OptedOut if opted_out else OptedIn)(scope, user_id))
+        await self.switches.set_opt_out(scope, user_id, opted_out, settle=self._settle_queue)
+        self._emit((OptedOut if opted_out else OptedIn)(scope, user_id))
 
     # ---- guild administration ----------------------------------------------------------------------------
 
     async def update_guild(self, guild_id: str, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
-        async with self._settings_changing:
-            before = self._guilds.get(guild_id)
-            if changes.get("memory_enabled") is False:
-                self._guilds[guild_id] = replace(self.guild(guild_id), memory_enabled=False)
-                await self._settle_queue()
-            try:
-                settings = await self.store.call(Storage.update_guild_settings, guild_id, **changes)
-            except Exception:
-                self._restore_guild(guild_id, before)
-                raise
-            self._guilds[guild_id] = settings
-            return settings
-
-    def _restore_guild(self, guild_id: str, before: GuildSettings | None) -> None:
-        """After a failed write the cache goes back to what the database still says."""
-        if before is None:
-            self._guilds.pop(guild_id, None)
-        else:
-            self._guilds[guild_id] = before
+        return await self.switches.update_guild(guild_id, self._settle_queue, **changes)
 
     async def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""
-        async with self._settings_changing:
-            before = self._guilds.get(guild_id)
-            if ignored:
-                current = self.guild(guild_id)
-                self._guilds[guild_id] = replace(
-                    current, ignored_channel_ids={*current.ignored_channel_ids, channel_id}
-                )
-                await self._settle_queue()
-            try:
-                await self.store.call(Storage.set_channel_ignored, guild_id, channel_id, ignored)
-            except Exception:
-                self._restore_guild(guild_id, before)
-                raise
-            self._guilds = await self.store.call(Storage.guild_settings)
+        await self.switches.set_channel_ignored(guild_id, channel_id, ignored, settle=self._settle_queue)
 
     async def set_persona(self, guild_id: str, channel_id: str | None, persona: str | None) -> str | None:
-        """Set (or with None clear) the persona of a server or of one of its channels; returns the text
-        stored, cleaned and cut to `PERSONA_MAX_CHARS`."""
-        text = clean(persona, PERSONA_MAX_CHARS) if persona is not None else None
-        if text is not None and not worth_reading(text):
-            raise ValueError("a persona needs some text")
-        async with self._settings_changing:
-            if channel_id is None:
-                await self.store.call(Storage.update_guild_settings, guild_id, persona=text)
-            else:
-                await self.store.call(Storage.set_channel_persona, guild_id, channel_id, text)
-            self._guilds = await self.store.call(Storage.guild_settings)
-            return text
+        """Set (or with None clear) the persona of a server or of one of its channels (`Switches.set_persona`)."""
+        return await self.switches.set_persona(guild_id, channel_id, persona)
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)

@@ -188,7 +188,7 @@ async def test_a_flush_after_memory_went_off_reads_nothing_and_drops_the_chunk(
     )
     await service.capture_buffer.wait_written()
     # The switch lands in the cache between the buffer write and the flush (another process, a race).
-    service._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c1"})
+    service.switches._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c1"})
     assert await service.flush_channel("t1") == 0
     assert llm.calls == []
     assert await service.store.call(Store.pending_messages, "t1", 10) == []
@@ -708,8 +708,8 @@ async def test_a_switch_made_before_a_queued_message_is_written_still_applies_to
     service.capture(msg("m2", "alice", "I collect coins", channel="c2"), guild_id="100")
     service.capture(msg("m3", "carol", "I collect shells"), guild_id="100")
     # No await since the captures: the writer has not run. Another task opts bob out, ignores c2.
-    service._opted_out.add((SCOPE, "bob"))
-    service._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c2"})
+    service.switches._opted_out.add((SCOPE, "bob"))
+    service.switches._guilds["100"] = replace(service.guild("100"), ignored_channel_ids={"c2"})
     assert await pending(service) == ["I collect shells"]
     assert await service.store.call(Store.pending_messages, "c2", 10) == []
 

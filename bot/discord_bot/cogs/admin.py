@@ -33,8 +33,8 @@ from bot.discord_bot.ui.listings import EpisodesPager, FactsPager
 from bot.discord_bot.ui.pages import MAX_LISTED
 from bot.discord_bot.visibility import readable_by, readable_here
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, guild_scope
-from bot.memory.service import PERSONA_MAX_CHARS
 from bot.memory.shared import also_removed
+from bot.memory.switches import PERSONA_MAX_CHARS
 
 T = TypeVar("T")
 LOOKUP_SECONDS = 2.0  # a form must open within Discord's 3 seconds: no deferring before it
