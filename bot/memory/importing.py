@@ -1,5 +1,6 @@
-"""`facts import`'s use case: the facts read from a file (portable.py) stored in batches, with a report
-of what became of every line, so that a partial import is never a mystery and running it again after a
+"""`facts import`'s use case: the facts read from a file (portable.py) sorted (not those memory holds
+already, nor opted-out people's) and stored in batches, as they are or consolidated, with a report of
+what became of every line, so that a partial import is never a mystery and running it again after a
 failure imports only what is missing."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.memory.models import Decision, NewFact
+from bot.memory.consolidate import Consolidator
+from bot.memory.models import AppliedChange, Decision, NewFact
+from bot.memory.ports import Embedder, Storage, StorageWorker
 
 if TYPE_CHECKING:
     from bot.memory.service import MemoryService
@@ -67,6 +70,58 @@ class ImportReport:
         if self.bad_lines:
             parts.append(f"{len(self.bad_lines)} bad line(s)")
         return "; ".join(parts)
+
+
+@dataclass
+class ImportTriage:
+    """Indexes into a list of facts to import: new ones, ones memory holds already, opted-out people's."""
+
+    new: list[int] = field(default_factory=list)
+    known: list[int] = field(default_factory=list)
+    opted_out: list[int] = field(default_factory=list)
+
+
+async def sort_for_import(store: StorageWorker, facts: list[NewFact]) -> ImportTriage:
+    """Which of `facts` (by their place in the list) to import: not those of opted-out people, nor
+    those memory already holds or the list repeats. "Already holds" counts facts superseded since,
+    so importing a file again never revives old statements."""
+    opted_out = await store.call(Storage.opted_out)
+    texts: dict[tuple[str, str], list[str]] = {}
+    for fact in facts:
+        texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
+    known: dict[tuple[str, str], set[str]] = {}
+    for owner, owned in texts.items():
+        if owner not in opted_out:
+            held = await store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
+            known[owner] = set(held)
+    triage = ImportTriage()
+    for index, fact in enumerate(facts):
+        owner, key = (fact.scope, fact.user_id), fact.text.casefold()
+        if owner in opted_out:
+            triage.opted_out.append(index)
+        elif key in known[owner]:
+            triage.known.append(index)
+        else:
+            known[owner].add(key)
+            triage.new.append(index)
+    return triage
+
+
+async def import_facts(
+    store: StorageWorker,
+    embedder: Embedder,
+    consolidator: Consolidator,
+    facts: list[NewFact],
+    *,
+    consolidate: bool = False,
+) -> list[AppliedChange] | int:
+    """Store facts brought from elsewhere: embedded in batches, added as they are or consolidated."""
+    if consolidate:
+        return await consolidator.run(facts, user_names={(f.scope, f.user_id): f.user_name for f in facts})
+    vectors = await embedder.embed([f.text for f in facts], "document")
+    for fact, vector in zip(facts, vectors, strict=True):
+        fact.embedding = vector
+    return len(await store.call(Storage.add_facts, facts))
 
 
 async def import_lines(

@@ -23,6 +23,7 @@ from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, OptedIn, OptedOut
 from bot.memory.extract import SELECT
 from bot.memory.flushing import Flusher
+from bot.memory.importing import ImportTriage, import_facts, sort_for_import
 from bot.memory.leases import Holder, Leases
 from bot.memory.lookup import (
     SEARCH_LIMIT,
@@ -54,12 +55,7 @@ from bot.memory.models import (
     utcnow,
 )
 from bot.memory.policy import MemoryPolicy
-from bot.memory.ports import (
-    Embedder,
-    JsonModel,
-    Storage,
-    StorageWorker,
-)
+from bot.memory.ports import Embedder, JsonModel, Storage, StorageWorker
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.remembering import Refusal, remembered_facts
 from bot.memory.shared import served_episode, served_fact
@@ -84,15 +80,6 @@ class Remembered:
 
     changes: list[tuple[Decision, Fact]] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
-
-
-@dataclass
-class ImportTriage:
-    """Indexes into a list of facts to import: new ones, ones memory holds already, opted-out people's."""
-
-    new: list[int] = field(default_factory=list)
-    known: list[int] = field(default_factory=list)
-    opted_out: list[int] = field(default_factory=list)
 
 
 class MemoryService:
@@ -727,42 +714,16 @@ class MemoryService:
     # ---- import ----------------------------------------------------------------------------------------
 
     async def sort_for_import(self, facts: list[NewFact]) -> ImportTriage:
-        """Which of `facts` (by their place in the list) to import: not those of opted-out people, nor
-        those memory already holds or the list repeats. "Already holds" counts facts superseded since,
-        so importing a file again never revives old statements."""
-        opted_out = await self.store.call(Storage.opted_out)
-        texts: dict[tuple[str, str], list[str]] = {}
-        for fact in facts:
-            texts.setdefault((fact.scope, fact.user_id), []).append(fact.text)
-        known: dict[tuple[str, str], set[str]] = {}
-        for owner, owned in texts.items():
-            if owner not in opted_out:
-                held = await self.store.call(Storage.facts_by_text, *owner, owned, all_statuses=True)
-                known[owner] = set(held)
-        triage = ImportTriage()
-        for index, fact in enumerate(facts):
-            owner, key = (fact.scope, fact.user_id), fact.text.casefold()
-            if owner in opted_out:
-                triage.opted_out.append(index)
-            elif key in known[owner]:
-                triage.known.append(index)
-            else:
-                known[owner].add(key)
-                triage.new.append(index)
-        return triage
+        """Which of `facts` to import: new ones, known ones, opted-out people's (`importing`)."""
+        return await sort_for_import(self.store, facts)
 
     async def import_facts(
         self, facts: list[NewFact], *, consolidate: bool = False
     ) -> list[AppliedChange] | int:
         """Store facts brought from elsewhere: embedded in batches, added as they are or consolidated."""
-        if consolidate:
-            return await self.consolidator.run(
-                facts, user_names={(f.scope, f.user_id): f.user_name for f in facts}
-            )
-        vectors = await self.embedder.embed([f.text for f in facts], "document")
-        for fact, vector in zip(facts, vectors, strict=True):
-            fact.embedding = vector
-        return len(await self.store.call(Storage.add_facts, facts))
+        return await import_facts(
+            self.store, self.embedder, self.consolidator, facts, consolidate=consolidate
+        )
 
 
 async def tidy_word_index(store: StorageWorker) -> int:
