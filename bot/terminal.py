@@ -51,7 +51,7 @@ from bot.memory.models import (
 )
 from bot.memory.ports import ChatModel, ChatTurn, ModelError, ModelKeyRejected, ModelRefusal, ToolCall
 from bot.memory.recall import Audience, Participant
-from bot.memory.remembering import asks_to_remember
+from bot.memory.remembering import RememberRequest, asks_to_remember
 from bot.memory.service import MemoryService
 from bot.memory.text import MAX_NAME_CHARS, clean, looks_blank, strip_background_blocks, worth_reading
 
@@ -436,14 +436,16 @@ class TerminalChat:
     async def remember(self, text: str, *, pointer: str = "", asked: bool = True) -> str:
         """Store at once what the person asked to be remembered, as /remember does in Discord."""
         result = await self.memory.remember_now(
-            TERMINAL_SCOPE,
-            self.user_id,
-            self.name,
-            text,
-            message_id=self.message(text).message_id,
-            origin=Origin(self.channel_id),
-            pointer=pointer,
-            asked=asked,
+            RememberRequest(
+                TERMINAL_SCOPE,
+                self.user_id,
+                self.name,
+                text,
+                message_id=self.message(text).message_id,
+                origin=Origin(self.channel_id),
+                pointer=pointer,
+                asked=asked,
+            )
         )
         told = {fact.id for _, fact in result.changes}
         self._learned = [c for c in self._learned if c.fact_id not in told]  # said here, not again later

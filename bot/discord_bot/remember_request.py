@@ -14,6 +14,7 @@ import discord
 
 from bot.discord_bot.discord_text import speaker_name
 from bot.memory.models import Decision, Fact, Origin, guild_scope
+from bot.memory.remembering import RememberRequest
 from bot.memory.service import MemoryService
 from bot.memory.switches import Reason
 
@@ -73,13 +74,13 @@ async def remember(
 ) -> str:
     """Store what `user` asked to be remembered and say what became of it (ids included).
 
-    `text` is their own words only; `pointer` and `asked` as in `MemoryService.remember_now`.
+    `text` is their own words only; `pointer` and `asked` as in `RememberRequest`.
     """
     refused = refusal(memory, user.id, guild_id, channel)
     if refused is not None:
         return refused
     name = speaker_name(user)
-    result = await memory.remember_now(
+    request = RememberRequest(
         guild_scope(guild_id),
         str(user.id),
         name,
@@ -89,6 +90,7 @@ async def remember(
         pointer=pointer,
         asked=asked,
     )
+    result = await memory.remember_now(request)
     lines = []
     for decision, fact in result.changes:
         if decision is Decision.DUPLICATE:

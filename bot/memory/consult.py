@@ -32,6 +32,7 @@ from bot.memory.models import (
     positive_number,
 )
 from bot.memory.recall import Audience, Participant, RecallResult
+from bot.memory.remembering import RememberRequest
 from bot.memory.service import MemoryService
 from bot.memory.shared import as_said, point_links, served_fact
 from bot.memory.switches import Reason
@@ -250,12 +251,14 @@ async def remember(service: MemoryService, reader: Reader, text: str) -> dict[st
     if (off := not_here(service, reader, person)) is not None:
         return {"stored": [], "note": off}
     result = await service.remember_now(
-        reader.scope,
-        person.user_id,
-        person.name,
-        text,
-        message_id=f"mcp-{uuid.uuid4().hex}",  # never digits: no Discord deletion can match it
-        origin=MCP_ORIGIN,
+        RememberRequest(
+            reader.scope,
+            person.user_id,
+            person.name,
+            text,
+            message_id=f"mcp-{uuid.uuid4().hex}",  # never digits: no Discord deletion can match it
+            origin=MCP_ORIGIN,
+        )
     )
     stored = [
         {"id": f"f{fact.id}", "text": fact.text, "outcome": _OUTCOMES[decision], "sensitive": fact.sensitive}

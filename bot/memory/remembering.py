@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.memory.durable import holds_secret, secret_values
-from bot.memory.models import MAX_FACT_CHARS, NewFact, Origin
+from bot.memory.models import MAX_FACT_CHARS, Decision, Fact, NewFact, Origin
 from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts.remembering import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.text import clean, stems, strip_background_blocks, worth_reading
@@ -54,6 +54,27 @@ class Refusal(StrEnum):
     def told(self) -> str:
         """What the person is told, in Discord and in the terminal alike."""
         return _TOLD[self]
+
+
+@dataclass(frozen=True)
+class RememberRequest:
+    """A person's request to remember something about themselves, passed whole from the front-end
+    (`/remember`, "remember that ...", the terminal, an MCP client) through the service to
+    `remembered_facts`.
+
+    `text` is what the person wrote (the /remember option, or the chat message being answered, never
+    anyone else's words); `message_id` and `origin` where they wrote it; `pointer` the model's hint at
+    which part, `asked` whether the person asked in so many words (a sensitive fact needs it).
+    """
+
+    scope: str
+    user_id: str
+    name: str
+    text: str
+    message_id: str
+    origin: Origin
+    pointer: str = ""
+    asked: bool = True
 
 
 @dataclass
@@ -103,39 +124,35 @@ def said_in(fact: str, message: str, name: str) -> bool:
     return bool(words) and len(words & stems(message, every_word=True)) >= SAID_SHARE * len(words)
 
 
-async def remembered_facts(
-    llm: JsonModel,
-    *,
-    scope: str,
-    user_id: str,
-    name: str,
-    text: str,
-    message_id: str,
-    origin: Origin,
-    pointer: str = "",
-    asked: bool = True,
-) -> Proposal:
-    """The facts about themselves that a person's own `text` asks to be remembered.
+@dataclass
+class Remembered:
+    """What became of a request to remember: each fact stored, updated or already known, and why
+    anything the model proposed was refused."""
 
-    `text` is what the person wrote (the /remember option, or the chat message being answered, never
-    anyone else's words); `pointer` is the model's hint at which part, `asked` whether the person asked
-    in so many words (a sensitive fact needs it). Sensitive facts that pass are kept and marked, so
-    recall uses them only with their owner.
+    changes: list[tuple[Decision, Fact]] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+async def remembered_facts(llm: JsonModel, request: RememberRequest) -> Proposal:
+    """The facts about themselves that a person's own words (`request.text`) ask to be remembered.
+
+    Sensitive facts that pass are kept and marked, so recall uses them only with their owner.
     """
-    message = clean(strip_background_blocks(text))
-    request = pointed_part(message, clean(pointer))
+    name, user_id = request.name, request.user_id
+    message = clean(strip_background_blocks(request.text))
+    part = pointed_part(message, clean(request.pointer))
     proposal = Proposal()
-    if not worth_reading(request):
-        if worth_reading(pointer):  # the model named something the person did not say
+    if not worth_reading(part):
+        if worth_reading(request.pointer):  # the model named something the person did not say
             log.info("refused a remember request for %r: the model's text is not in their message", user_id)
             proposal.refused.append(Refusal.NOT_SAID)
         return proposal
     result = await llm.generate_json(
         Purpose.EXTRACT,
         system=REMEMBER_SYSTEM,
-        prompt=remember_prompt(name, request),
+        prompt=remember_prompt(name, part),
         schema=RememberResult,
-        max_output_tokens=answer_budget(request.count("\n") + 1),  # a line or a few facts each
+        max_output_tokens=answer_budget(part.count("\n") + 1),  # a line or a few facts each
     )
     seen: set[str] = set()
     secrets = secret_values(message)
@@ -146,7 +163,9 @@ async def remembered_facts(
         fact_text = third_person(_REQUEST.sub("", fact_text, count=1), name)
         if not worth_reading(fact_text) or fact_text.casefold() in seen:
             continue
-        refusal = _refusal(fact_text, message, name, sensitive=item.sensitive, asked=asked, secrets=secrets)
+        refusal = _refusal(
+            fact_text, message, name, sensitive=item.sensitive, asked=request.asked, secrets=secrets
+        )
         if refusal is not None:
             log.info("refused a fact %s asked to be remembered: %s", user_id, refusal.value)
             proposal.refused.append(refusal)
@@ -154,12 +173,12 @@ async def remembered_facts(
         seen.add(fact_text.casefold())
         proposal.facts.append(
             NewFact(
-                scope=scope,
+                scope=request.scope,
                 user_id=user_id,
                 user_name=name,
                 text=fact_text,
-                source_message_ids=[message_id],
-                origins={message_id: origin},
+                source_message_ids=[request.message_id],
+                origins={request.message_id: request.origin},
                 sensitive=item.sensitive,
             )
         )

@@ -13,7 +13,7 @@ import logging
 import statistics
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,7 +42,6 @@ from bot.memory.models import (
     MAX_FACT_CHARS,
     AppliedChange,
     BufferedMessage,
-    Decision,
     Episode,
     Fact,
     FactStatus,
@@ -57,7 +56,7 @@ from bot.memory.models import (
 from bot.memory.policy import MemoryPolicy
 from bot.memory.ports import Embedder, JsonModel, Storage, StorageWorker
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
-from bot.memory.remembering import Refusal, remembered_facts
+from bot.memory.remembering import Remembered, RememberRequest, remembered_facts
 from bot.memory.shared import served_episode, served_fact
 from bot.memory.switches import NotHere, Switches
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
@@ -71,15 +70,6 @@ INDEX_UPKEEP_STEPS = 500  # steps in a round at most (100,000 pages: the index o
 
 
 Listener = Callable[[MemoryEvent], None]
-
-
-@dataclass
-class Remembered:
-    """What became of a request to remember: each fact stored, updated or already known, and why
-    anything the model proposed was refused."""
-
-    changes: list[tuple[Decision, Fact]] = field(default_factory=list)
-    refused: list[Refusal] = field(default_factory=list)
 
 
 class MemoryService:
@@ -466,44 +456,22 @@ class MemoryService:
 
     # ---- people's control ------------------------------------------------------------------------------
 
-    async def remember_now(
-        self,
-        scope: str,
-        user_id: str,
-        name: str,
-        text: str,
-        *,
-        message_id: str,
-        origin: Origin,
-        pointer: str = "",
-        asked: bool = True,
-    ) -> Remembered:
+    async def remember_now(self, request: RememberRequest) -> Remembered:
         """Store at once what a person asked to be remembered about themselves, consolidated against
         what is known of them; returns what became of it (the fact stored, updated or already known) and
         what was refused.
 
-        `text` is the person's own words (never another member's, an attachment's or the model's);
-        `pointer` the model's hint at which part of it, `asked` whether it asks in so many words
-        (`remembering` says why that matters). Nothing is stored for a person who opted out here (the
-        caller says so first).
+        Only the person's own words are read (`RememberRequest`; `remembering` says why). Nothing is
+        stored for a person who opted out here (the caller says so first: `not_here`).
         """
-        proposal = await remembered_facts(
-            self.llm,
-            scope=scope,
-            user_id=user_id,
-            name=name,
-            text=text,
-            message_id=message_id,
-            origin=origin,
-            pointer=pointer,
-            asked=asked,
-        )
+        proposal = await remembered_facts(self.llm, request)
         remembered = Remembered(refused=proposal.refused)
         if not proposal.facts:
             return remembered
-        changes = await self.consolidator.run(proposal.facts, user_names={(scope, user_id): name})
+        owner = (request.scope, request.user_id)
+        changes = await self.consolidator.run(proposal.facts, user_names={owner: request.name})
         if changes:
-            self._emit(Learned(scope, changes, 1))
+            self._emit(Learned(request.scope, changes, 1))
         for change in changes:
             fact = await self.store.call(Storage.get_fact, change.fact_id) if change.fact_id else None
             if fact is not None:
@@ -546,7 +514,7 @@ class MemoryService:
         ):
             return None
         classified = await remembered_facts(
-            self.llm, scope=scope, user_id=user_id, name=name, text=text, message_id="", origin=Origin("")
+            self.llm, RememberRequest(scope, user_id, name, text, message_id="", origin=Origin(""))
         )
         sensitive = any(f.sensitive for f in classified.facts) if classified.facts else owned.sensitive
         [vector] = await self.embedder.embed([text], "document")

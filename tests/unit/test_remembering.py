@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from bot.memory.models import MAX_FACT_CHARS, Origin
-from bot.memory.remembering import Refusal, asks_to_remember, pointed_part, remembered_facts, said_in
+from bot.memory.remembering import (
+    Refusal,
+    RememberRequest,
+    asks_to_remember,
+    pointed_part,
+    remembered_facts,
+    said_in,
+)
 from bot.memory.text import clean, cut
 from tests.fakes import FakeLLM
 
@@ -19,7 +26,10 @@ def answering(*facts: tuple[str, bool]) -> FakeLLM:
 
 async def propose(llm: FakeLLM, text: str, **options: Any) -> Any:
     return await remembered_facts(
-        llm, scope="dm", user_id="1", name="Ana", text=text, message_id="9", origin=Origin("5"), **options
+        llm,
+        RememberRequest(
+            scope="dm", user_id="1", name="Ana", text=text, message_id="9", origin=Origin("5"), **options
+        ),
     )
 
 
