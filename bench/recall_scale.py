@@ -45,8 +45,8 @@ from bench.common import CACHE, DOCS, machine, percentiles_ms, printed_table, ra
 from bot.config import Settings
 from bot.memory.models import Fact, NewFact, iso, utcnow
 from bot.memory.recall import fuse, search_people
-from bot.memory.service import tidy_word_index
 from bot.memory.text import fold
+from bot.memory.upkeep import tidy_word_index
 from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage
 from bot.storage.sqlite.connection import connect
@@ -578,7 +578,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def tidy(store: Any) -> int:
-    """The running bot's upkeep of the keyword index (`service.tidy_word_index`, run every 30 minutes),
+    """The running bot's upkeep of the keyword index (`upkeep.tidy_word_index`, run every 30 minutes),
     on this store through the bot's own worker: folded into one piece when it is in 4 or more; returns
     the steps it took. (The worker's idle thread is left to the interpreter: closing it would close
     the store, which is measured next.)"""

@@ -14,11 +14,21 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
-from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, Episode, Fact, FactStatus, positive_number
-from bot.memory.ports import Storage
-from bot.memory.recall import Audience, Participant, estimate_tokens
+from bot.memory.about import asks_in_general
+from bot.memory.models import (
+    COMMUNITY_ID,
+    COMMUNITY_NAME,
+    Episode,
+    Fact,
+    FactStatus,
+    guild_id_of,
+    positive_number,
+)
+from bot.memory.policy import MemoryPolicy
+from bot.memory.ports import Storage, StorageWorker
+from bot.memory.recall import Audience, Participant, RecallResult, estimate_tokens
 from bot.memory.shared import as_said
 from bot.memory.text import fold
 
@@ -71,6 +81,91 @@ class LookupRequest:
     def about_community(self) -> bool:
         """Whether the lookup is of the server itself (its decisions and conversations), not a person."""
         return fold(self.person).strip(" @") in COMMUNITY_WORDS
+
+
+class Memory(Protocol):
+    """What a lookup needs of memory (`MemoryService` offers it): its recall, which never finds people
+    who opted out, their opt-outs, its store, and whether the server's own memory is kept."""
+
+    store: StorageWorker
+    policy: MemoryPolicy
+
+    def is_opted_out(self, scope: str, user_id: str) -> bool: ...
+
+    async def recall(
+        self,
+        scope: str,
+        people: list[Participant],
+        query: str,
+        *,
+        audience: Audience,
+        count_retrievals: bool = True,
+        limit: int | None = None,
+        community: bool = True,
+        about: Collection[str] | None = None,
+    ) -> RecallResult: ...
+
+
+async def search_memory(
+    memory: Memory,
+    scope: str,
+    people: list[Participant],
+    request: LookupRequest,
+    *,
+    audience: Audience,
+    shown: Collection[int] = (),
+) -> dict[str, Any]:
+    """The chat model's lookup (search_memory) of one person in the conversation, under the block's
+    rules: the same recall, the same `audience`, opted-out people never. A query gets ids and short
+    texts, leaving out the block's `shown` facts (no query, or a general one such as "everything
+    about Bob": the person's newest facts, as far as the block did not show them); `request.ids`
+    get their full texts."""
+    if request.about_community and memory.policy.community and guild_id_of(scope) is not None:
+        return await _search_community(memory, scope, request, audience=audience, shown=shown)
+    person = find_person(people, request.person)
+    if person is None:
+        return not_present(people, request.person)
+    if memory.is_opted_out(scope, person.user_id):  # as if nothing were known, like the block
+        return compact_answer(person, [])
+    if request.ids:
+        asked = await memory.store.call(facts_by_id, list(request.ids))
+        return full_answer(
+            person, [f for f in asked if f is not None and readable(f, scope, person, audience)]
+        )
+    general = asks_in_general(request.query, person.name)  # their newest facts, past the block's
+    found = await memory.recall(
+        scope,
+        [person],
+        request.query,
+        audience=audience,
+        limit=SEARCH_LIMIT + (len(shown) if general else 0),
+        community=False,
+        about=[person.user_id] if general else (),
+    )
+    facts = [s.fact for s in found.facts.get(person.user_id, [])]
+    return compact_answer(person, facts, shown=shown)
+
+
+async def _search_community(
+    memory: Memory, scope: str, request: LookupRequest, *, audience: Audience, shown: Collection[int]
+) -> dict[str, Any]:
+    """search_memory of the server itself: its community facts and the episodes of its conversations
+    (of the time `request.when` or the query names), under the block's audience."""
+    query = " ".join(x for x in (request.query, request.when) if x)
+    found = await memory.recall(
+        scope,
+        [],
+        query or "what was discussed",
+        audience=audience,
+        limit=SEARCH_LIMIT,
+        count_retrievals=False,
+    )
+    return community_answer(
+        [s.fact for s in found.facts.get(COMMUNITY_ID, [])],
+        found.episodes,
+        shown=shown,
+        authors=found.authors,
+    )
 
 
 def find_person(people: Sequence[Participant], person: str) -> Participant | None:

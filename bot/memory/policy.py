@@ -37,7 +37,7 @@ class MemoryPolicy:
     community: bool = True  # servers' community facts and episodes (MEMORY_COMMUNITY)
     extraction: str = ENUMERATE  # how extraction asks the model (EXTRACTION_MODE): ENUMERATE or SELECT
     settings_poll_seconds: float = 0.5  # how soon a change made by another process is honoured here
-    index_upkeep_seconds: float = 1800.0  # how often the keyword index is looked at (service.tidy_word_index)
+    index_upkeep_seconds: float = 1800.0  # how often the keyword index is looked at (upkeep.tidy_word_index)
     # How soon what a forget deleted leaves the files where the backend keeps it until a VACUUM (PostgreSQL).
     vacuum_seconds: float = 120.0
     # A server the bot was removed from keeps its memory this long (a mistaken kick must not erase a year),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import statistics
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -415,6 +416,14 @@ class Recaller:
         self.keyword_weight = keyword_weight
         self.context_weight = context_weight
         self.latencies_ms: list[float] = []
+
+    def latency_ms(self) -> dict[str, float]:
+        """p50 and p95 of the last recalls' times, for the admins' stats."""
+        samples = sorted(self.latencies_ms)
+        if not samples:
+            return {"p50": 0.0, "p95": 0.0, "samples": 0}
+        q = statistics.quantiles(samples, n=100, method="inclusive") if len(samples) > 1 else samples * 99
+        return {"p50": round(q[49], 2), "p95": round(q[94], 2), "samples": len(samples)}
 
     async def recall(
         self,

@@ -1,23 +1,24 @@
-"""The small facade that the cogs and the CLI use: capture, flush, recall, control, statistics.
+"""The engine's facade: the one object the front-ends (cogs, terminal, CLI, MCP) call, composing the jobs
+of the modules named for them and turning what they did into `MemoryEvent`s for the admin log.
 
-It owns the in-memory caches that keep `capture()` cheap (opt-outs, guild switches, ignored channels)
-and turns what the pipeline did into `MemoryEvent`s for whoever listens (the admin log).
+Its own jobs are the hot path and what crosses the others: capture (cheap: the switches are cached),
+edits and deletions, recall with opt-outs left out, remembering on request, people's and admins'
+control (forget, correct, list, export). It composes `switches` (opt-outs, guild settings, where a
+person may be remembered), `flusher` (a channel's chunk read and consolidated), `importing`, `lookup`
+(the chat model's search_memory) and `upkeep` (the background rounds).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import statistics
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.memory.about import asks_in_general
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
 from bot.memory.events import Forgotten, Learned, MemoryEvent, OptedIn, OptedOut
@@ -25,17 +26,7 @@ from bot.memory.extract import SELECT
 from bot.memory.flushing import Flusher
 from bot.memory.importing import ImportTriage, import_facts, sort_for_import
 from bot.memory.leases import Holder, Leases
-from bot.memory.lookup import (
-    SEARCH_LIMIT,
-    LookupRequest,
-    community_answer,
-    compact_answer,
-    facts_by_id,
-    find_person,
-    full_answer,
-    not_present,
-    readable,
-)
+from bot.memory.lookup import LookupRequest, search_memory
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
     COMMUNITY_ID,
@@ -48,7 +39,6 @@ from bot.memory.models import (
     GuildSettings,
     NewFact,
     Origin,
-    guild_id_of,
     guild_scope,
     iso,
     utcnow,
@@ -60,13 +50,11 @@ from bot.memory.remembering import Remembered, RememberRequest, remembered_facts
 from bot.memory.shared import served_episode, served_fact
 from bot.memory.switches import NotHere, Switches
 from bot.memory.text import MAX_NAME_CHARS, clean, starts_with_marker, worth_reading
+from bot.memory.upkeep import Upkeep
 
 log = logging.getLogger(__name__)
 
 SETTLE_SECONDS = 10.0  # how long a control command waits for queued captures to be written
-INDEX_UPKEEP_PAGES = 200  # pages of keyword-index merging per step: ~25 ms of the store's time
-INDEX_UPKEEP_PIECES = 4  # the keyword index is folded once it is in this many pieces
-INDEX_UPKEEP_STEPS = 500  # steps in a round at most (100,000 pages: the index of ~4M facts)
 
 
 Listener = Callable[[MemoryEvent], None]
@@ -130,8 +118,7 @@ class MemoryService:
         self._listeners: list[Listener] = []
         self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
         self._background: set[asyncio.Task[Any]] = set()
-        self._upkeep: asyncio.Task[None] | None = None
-        self._vacuum: asyncio.Task[None] | None = None
+        self.upkeep = Upkeep(store, policy, self.forget_removed_servers)
         self.recall_failures = 0
 
     async def start(self, *, scope: str | None = None) -> None:
@@ -145,8 +132,7 @@ class MemoryService:
         await self.store.call(Storage.drop_lone_bot_turns)
         await self.capture_buffer.start(scope)
         self.switches.watch()
-        self._upkeep = asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep")
-        self._vacuum = asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets")
+        self.upkeep.start()
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -160,41 +146,13 @@ class MemoryService:
     async def reload_caches(self) -> None:
         await self.switches.reload()
 
-    async def _vacuum_after_forgets(self) -> None:
-        """Every `vacuum_seconds`, what forgets deleted leaves the files where the backend keeps it until a
-        VACUUM (PostgreSQL's dead tuples), so an erasure is done in minutes, not at autovacuum's pace."""
-        while True:
-            await asyncio.sleep(self.policy.vacuum_seconds)
-            try:
-                await self.store.call(Storage.vacuum_deleted)
-            except Exception as exc:  # a busy database: the next pass tries again
-                log.warning("could not vacuum after forgets: %s", exc)
-
-    async def _keep_word_index_tidy(self) -> None:
-        """Every `index_upkeep_seconds`, a round of `tidy_word_index`, and the erasure of the servers the
-        bot was removed from longer than the grace period ago (`forget_removed_servers`)."""
-        while True:
-            await asyncio.sleep(self.policy.index_upkeep_seconds)
-            try:
-                await tidy_word_index(self.store)
-            except Exception as exc:  # a busy database: the next round tries again
-                log.warning("could not tidy the keyword index: %s", exc)
-            try:
-                await self.forget_removed_servers()
-            except Exception as exc:
-                log.warning("could not erase the memory of servers the bot was removed from: %s", exc)
-
     async def close(self, timeout: float = 10.0, *, record_usage: bool = True) -> None:
         """Persist what is queued, let running flushes end within `timeout`, record usage, close the file.
 
         `record_usage` is for the bot: operator commands leave the bot's last-run figures alone.
         """
         await self.switches.stop()
-        for task in (self._upkeep, self._vacuum):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await self.upkeep.stop()
         await self.capture_buffer.stop(timeout)
         if self._background:
             await asyncio.wait(self._background, timeout=2.0)
@@ -396,63 +354,9 @@ class MemoryService:
         audience: Audience,
         shown: Collection[int] = (),
     ) -> dict[str, Any]:
-        """The chat model's lookup (search_memory) of one person in the conversation, under the block's
-        rules: the same recall, the same `audience`, opted-out people never. A query gets ids and short
-        texts, leaving out the block's `shown` facts (no query, or a general one such as "everything
-        about Bob": the person's newest facts, as far as the block did not show them); `request.ids`
-        get their full texts. Answers are JSON-ready and token-budgeted (`bot/memory/lookup.py`)."""
-        if request.about_community and self.policy.community and guild_id_of(scope) is not None:
-            return await self._search_community(scope, request, audience=audience, shown=shown)
-        person = find_person(people, request.person)
-        if person is None:
-            return not_present(people, request.person)
-        if self.is_opted_out(scope, person.user_id):  # as if nothing were known, like the block
-            return compact_answer(person, [])
-        if request.ids:
-            asked = await self.store.call(facts_by_id, list(request.ids))
-            return full_answer(
-                person, [f for f in asked if f is not None and readable(f, scope, person, audience)]
-            )
-        general = asks_in_general(request.query, person.name)  # their newest facts, past the block's
-        found = await self.recall(
-            scope,
-            [person],
-            request.query,
-            audience=audience,
-            limit=SEARCH_LIMIT + (len(shown) if general else 0),
-            community=False,
-            about=[person.user_id] if general else (),
-        )
-        facts = [s.fact for s in found.facts.get(person.user_id, [])]
-        return compact_answer(person, facts, shown=shown)
-
-    async def _search_community(
-        self, scope: str, request: LookupRequest, *, audience: Audience, shown: Collection[int]
-    ) -> dict[str, Any]:
-        """search_memory of the server itself: its community facts and the episodes of its conversations
-        (of the time `request.when` or the query names), under the block's audience."""
-        query = " ".join(x for x in (request.query, request.when) if x)
-        found = await self.recall(
-            scope,
-            [],
-            query or "what was discussed",
-            audience=audience,
-            limit=SEARCH_LIMIT,
-            count_retrievals=False,
-        )
-        return community_answer(
-            [s.fact for s in found.facts.get(COMMUNITY_ID, [])],
-            found.episodes,
-            shown=shown,
-            authors=found.authors,
-        )
-
-    def recall_latency_ms(self) -> dict[str, float]:
-        samples = sorted(self.recaller.latencies_ms)
-        if not samples:
-            return {"p50": 0.0, "p95": 0.0, "samples": 0}
-        q = statistics.quantiles(samples, n=100, method="inclusive") if len(samples) > 1 else samples * 99
-        return {"p50": round(q[49], 2), "p95": round(q[94], 2), "samples": len(samples)}
+        """The chat model's lookup of a person in the conversation, or of the server, under the block's
+        rules (`lookup.search_memory`)."""
+        return await search_memory(self, scope, people, request, audience=audience, shown=shown)
 
     # ---- people's control ------------------------------------------------------------------------------
 
@@ -676,7 +580,7 @@ class MemoryService:
         stats = await self.store.call(Storage.stats, scope)
         stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
         stats["gemini"] = self._usage(scope)
-        stats["recall_latency_ms"] = self.recall_latency_ms()
+        stats["recall_latency_ms"] = self.recaller.latency_ms()
         return stats
 
     # ---- import ----------------------------------------------------------------------------------------
@@ -692,20 +596,3 @@ class MemoryService:
         return await import_facts(
             self.store, self.embedder, self.consolidator, facts, consolidate=consolidate
         )
-
-
-async def tidy_word_index(store: StorageWorker) -> int:
-    """Fold the keyword index into one piece once it is in `INDEX_UPKEEP_PIECES` or more, in steps
-    that are each their own call on the store (a recall waits one step at most); returns the steps.
-
-    SQLite: a keyword search reads every piece of the index, and FTS5 adds one per write (0.36 ms
-    p50 with 8 pieces at a million facts, 0.09 ms with one). Folding rewrites the whole index, so it
-    waits for a few pieces rather than following every write, and a round stops after
-    `INDEX_UPKEEP_STEPS` steps: facts written while it runs add pieces, and the next round goes on.
-    """
-    if await store.call(Storage.word_index_pieces) < INDEX_UPKEEP_PIECES:
-        return 0
-    steps = 0
-    while steps < INDEX_UPKEEP_STEPS and await store.call(Storage.tidy_word_index, INDEX_UPKEEP_PAGES):
-        steps += 1
-    return steps

@@ -1,4 +1,4 @@
-"""The keyword index's upkeep round (`service.tidy_word_index`), against a store that counts its calls."""
+"""The keyword index's upkeep round (`upkeep.tidy_word_index`), against a store that counts its calls."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.memory.service import INDEX_UPKEEP_PAGES, INDEX_UPKEEP_PIECES, INDEX_UPKEEP_STEPS, tidy_word_index
+from bot.memory.upkeep import INDEX_UPKEEP_PAGES, INDEX_UPKEEP_PIECES, INDEX_UPKEEP_STEPS, tidy_word_index
 
 
 class CountingStore:
