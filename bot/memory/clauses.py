@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 
 from bot.memory.dates import RELATIVE_DATE
+from bot.memory.implied_subject import with_subject
 from bot.memory.text import content_words
 from bot.memory.third_person import third_person
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+# Sentences end at their stop, a line break, or an emoji between two statements ("nurse here 🙋 moved to
+# Cork last spring").
+_SENTENCES = re.compile(r"(?<=[.!?\u2600-\u27bf\ufe0f\U0001f300-\U0001faff])\s+|\s*\n\s*")
 # A name given to what was just mentioned: "her name is Pepper", "his name's Leo", "it's called Night
 # Shift", "we're called The Owls", ", named Miso", ", named it Rocket".
 _NAMING = (
@@ -29,14 +32,17 @@ _NAMING = (
 # semicolon always ends a clause.
 _NEXT = (
     r"(?:i|i'm|i’m|im|i've|i’ve|i'll|i’ll|i'd|i’d|my|we|we're|we’re|we've|we’ve|our|that's|that’s|thats"
-    rf"|that is|this is|which|{_NAMING})\b"
+    r"|that is|this is|which|he|she|it|they|he's|he’s|she's|she’s|it's|it’s|they're|they’re"
+    rf"|currently\s+\w+ing|{_NAMING})\b"
 )
 _CLAUSES = re.compile(
     rf"\s*;\s*|\s*(?:,|\s[-–—]|—)\s*(?:(?:and|but|so)\s+)?(?={_NEXT})|\s+(?:and|but|so)\s+(?={_NEXT})", re.I
 )
 _NAME_GIVEN = re.compile(rf"^{_NAMING}\s+(?P<name>.+)$", re.I)
 # Where a name ends: before what is said next of its owner ("Tom and he's a chef").
-_NAME_END = re.compile(r"\s+(?:and|but|so|because|who|which)\s+(?:he|she|it|they|i|we|who|is|was)\b.*$", re.I)
+_NAME_END = re.compile(
+    r"\s+(?:and|but|so|because|who|which)\s+(?:he|she|it|they|i|we|who|is|was)\b.*$|\s*,.*$", re.I
+)
 # Words no name starts with: "it's called a tabby", ", called my mum", ", called in sick".
 _NOT_A_NAME = frozenset(
     "a an like something so not my your his her our their me you us back in to up off out for on at by "
@@ -56,7 +62,9 @@ _LEAD = re.compile(
 # Words a chat line opens with before its statement: "btw I live in Oslo", "oh and I have a cat".
 _OPENERS = re.compile(
     r"^(?:(?:also|btw|oh|and|so|well|yeah|yep|yes|no|nope|actually|anyway|lol|haha|ok|okay|update|news"
-    r"|hey|hi|hello|fun fact|by the way)\b[\s,:;!.-]*)+",
+    r"|(?:hey|hi|hello|hola|hiya|heya)(?:\s+(?:all|everyone|everybody|folks|guys|y'all|friends))?|fun fact"
+    r"|by the way|to be (?:specific|honest|fair|clear|exact)|for (?:context|the record"
+    r"|reference)|fwiw|honestly|tbh|ngl|in fact|funnily enough|funny enough)\b[\s,:;!.-]*)+",
     re.I,
 )
 # A few words and a colon before the statement: "big news: I moved to Bergen", "update: I quit".
@@ -132,6 +140,7 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
                 continue
             if lead := _LEAD.match(clause):
                 clause = f"{lead.group(2)} {lead.group(1)}"
+            clause = with_subject(clause)
             said = content_words(clause) - names - _GREETING
             if not said:
                 continue

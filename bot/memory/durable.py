@@ -112,7 +112,8 @@ def of_the_moment(text: str) -> bool:
 _FEELING = (
     r"jealous|envious|excited|nervous|anxious|worried|furious|pissed|salty|thrilled|stoked|hyped|relieved"
     r"|embarrassed|confused|shocked|speechless|glad|bummed|gutted|devastated|frustrated|irritated"
-    r"|impatient|freaking out|losing it"
+    r"|impatient|freaking out|losing it|wrecked|knackered|exhausted|shattered|drained|hooked|tired|sleepy"
+    r"|starving|sore|fried|wiped out"
 )
 _FEELINGS = re.compile(
     rf"\b(?:am|is|are|was|were|feel|feels|feeling|felt|i'm|im|'m|'s|’m|’s)\s+(?:so+\s+|really\s+|very\s+"
@@ -125,7 +126,8 @@ _FEELINGS = re.compile(
 # a local". "Basically" before a verb or an adjective hedges a fact ("I'm basically vegetarian"); before
 # "a" it makes someone what they are not.
 _HYPERBOLE = re.compile(
-    r"\bliterally\b|\b(?:basically|practically|pretty much|virtually)\s+(?:an?|the)\b", re.I
+    r"\bliterally\b|\b(?:basically|practically|pretty much|virtually)\s+(?:an?|the|my|your|his|her|their|our)\b",
+    re.I,
 )
 # "I'm dying", "Dev is dead 💀", "I'm screaming": said of the speaker (a bare name, never "Ana's cat")
 # where the clause ends (not "Emi is dying her hair red"), the hyperbole of a laugh.

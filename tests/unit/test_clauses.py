@@ -33,7 +33,7 @@ def written(text: str) -> list[str] | None:
         # held-out
         (
             "long week at the shop - I manage a bakery in Leeds, so it's always busy",
-            ["Nia manages a bakery in Leeds, so it's always busy"],
+            ["Nia manages a bakery in Leeds"],
         ),
         (
             "finally unpacked! I moved to Ghent; the flat is tiny but I love the canals",
@@ -156,7 +156,13 @@ def test_a_verb_sharing_the_speakers_subject_takes_the_third_person_after_a_pres
             "My band just released an album!! It's called Low Tide",
             ["Nia's band just released an album named Low Tide"],
         ),
-        ("we adopted a rescue greyhound last month. she's called Nova", None),  # "we": a model writes it
+        # "we" getting a pet is the speaker's household (implied_subject)
+        (
+            "we adopted a rescue greyhound last month. she's called Nova",
+            ["Nia adopted a rescue greyhound named Nova last month"],
+        ),
+        # a clause with its own subject after "so" is its own, and says nothing of Nia here
+        ("night shifts all week, I'm a midwife so it's chaos", ["Nia is a midwife"]),
         # not held-out: checks of the adverb fix ("hardly ever" two adverbs, "supply" a verb)
         ("I hardly ever cook", ["Nia hardly ever cooks"]),
         ("I supply bakeries", ["Nia supplies bakeries"]),
@@ -169,16 +175,6 @@ def test_second_round_of_held_out_lines(text: str, facts: list[str] | None) -> N
 @pytest.mark.parametrize(
     ("text", "facts"),
     [
-        pytest.param(
-            "night shifts all week, I'm a midwife so it's chaos",
-            ["Nia is a midwife"],
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a consequence with its own subject ('so it's ...') stays with its cause, as 'so it's "
-                "always busy' does; telling a comment from a detail would take a list of comments",
-            ),
-            id="so-its-chaos",
-        ),
         pytest.param(
             "I work for a startup, the company is called Finch",
             ["Nia works for a startup named Finch"],

@@ -84,7 +84,7 @@ async def test_what_the_bot_writes_and_what_a_model_writes_are_dated_from_their_
         said(1, ANA, "I went to a LGBTQ support group yesterday"),
         said(2, BEN, "I moved to Lyon last month"),
         said(3, ANA, "yesterday I went to my first pottery class"),
-        said(4, BEN, "started the cello yesterday, finally"),
+        said(4, BEN, "cello lessons started yesterday, finally"),
     ]
     rewrite = {"facts": [{"speaker": "Ben", "text": "Ben started the cello yesterday", "sources": ["m4"]}]}
     found = await extract_chunk(Answers({"self": ["m1", "m2", "m3", "m4"]}, rewrite), chunk, NOW, mode=SELECT)

@@ -112,7 +112,7 @@ async def test_a_change_the_choosing_model_passed_over_is_written_all_the_same()
 async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
     chunk = [
         said(1, ANA, "I live in Porto"),
-        said(2, BEN, "playing the cello in an orchestra these days"),
+        said(2, BEN, "cello in an orchestra these days"),
         said(3, ANA, "j'habite à Porto depuis 2019"),
         said(4, BEN, "my favourite food is pierogi"),
     ]
@@ -153,7 +153,7 @@ async def test_secrets_moods_hearsay_sensitive_lines_and_questions_chosen_by_the
         said(2, BEN, "I'm so tired today"),
         said(3, ANA, "I think Ben is moving to Canada"),
         said(4, BEN, "I have diabetes"),
-        said(5, ANA, "We just adopted a puppy! Any tips?"),
+        said(5, ANA, "a puppy just adopted us! Any tips?"),
         said(6, BEN, "I adopted a puppy. Should I get a second one?"),
         said(7, BEN, "I'm in a terrible mood this morning"),
     ]
@@ -279,7 +279,7 @@ class CutOff(Answers):
 
 
 async def test_a_selection_cut_off_at_its_budget_is_read_as_choosing_every_line() -> None:
-    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "moved to Lyon last year")]
+    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "mudei-me para Lyon no ano passado")]
     model = CutOff({}, {"facts": [{"speaker": "Ben", "text": "Ben moved to Lyon", "sources": ["m2"]}]})
     assert await facts_of(chunk, model) == {ANA: ["Ana lives in Porto"], BEN: ["Ben moved to Lyon"]}
 
@@ -336,13 +336,13 @@ async def test_a_selection_counting_every_line_is_stopped_once_it_has_counted_ha
 
 
 async def test_a_choosing_selection_is_read_whole_even_when_an_episode_cites_a_run_of_lines() -> None:
-    chunk = [*chatter(18), said(19, ANA, "I live in Porto"), said(20, BEN, "teacher.")]
+    chunk = [*chatter(18), said(19, ANA, "I live in Porto"), said(20, BEN, "professeur.")]
     run = [f"m{n}" for n in range(1, 21)]
     episode = {"channel": 1, "points": [{"text": "The weather talk went on", "sources": run}]}
     model = Answers({"own": ["m19", "m20"], "episodes": [episode]}, {"facts": []})
     await facts_of(chunk, model)
     assert model.stopped == []
-    assert [task for task, _, _ in model.calls] == [SELECT_TASK, REWRITE_TASK]  # "teacher." is asked
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK, REWRITE_TASK]  # "professeur." is asked
 
 
 async def test_a_short_chunk_is_never_stopped_for_counting() -> None:
@@ -353,12 +353,12 @@ async def test_a_short_chunk_is_never_stopped_for_counting() -> None:
 
 
 async def test_the_selection_reads_lines_without_their_minute_and_the_rewrite_with_it() -> None:
-    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "teacher.")]
+    chunk = [said(1, ANA, "I live in Porto"), said(2, BEN, "professeur.")]
     model = Answers({"self": ["m1", "m2"]}, {"facts": []})
     await facts_of(chunk, model)
     [(_, selection, _), (_, rewrite, _)] = model.calls
     assert "m1 Ana: I live in Porto" in selection.splitlines() and "14:0" not in selection
-    assert "m2 14:02 Ben: teacher." in rewrite.splitlines()
+    assert "m2 14:02 Ben: professeur." in rewrite.splitlines()
 
 
 def test_an_id_still_being_written_does_not_count_toward_a_run() -> None:
