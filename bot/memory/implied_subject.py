@@ -51,6 +51,7 @@ _CHANGE_VERBS: dict[str, str] = {
     "relocate": "",
     "emigrate": "",
     "settle": "",
+    "lose": "lost",
 }
 # Verbs of what people do: their -ing form and their present with no subject ("knitting my fourth
 # sweater", "work at a bakery on weekends").
@@ -94,6 +95,9 @@ _CHANGE_NEXT = {
     "pick": re.compile(r"^up\b", re.I),
     "sign": re.compile(r"^up\b", re.I),
     "settle": re.compile(r"^in\b", re.I),
+    "lose": re.compile(
+        r"^(?:my|our)\s+(?:job|work|house|home|flat|dad|father|mum|mom|mother|\w+ job)\b", re.I
+    ),
 }
 _PRONOUN_OBJECT = re.compile(r"^(?:it|this|that|them|him|her|those|these)\b", re.I)
 # Present forms need what follows a statement, not an imperative: "live in Izmir", "work as a nurse",

@@ -19,6 +19,7 @@ from bot.memory.implied_subject import with_subject
         ("finally gave up on running", "I finally gave up on running"),
         ("just got a job at the port", "I just got a job at the port"),
         ("sold my car", "I sold my car"),
+        ("lost my job as a welder in May", "I lost my job as a welder in May"),
         ("been a nurse for ten years", "I've been a nurse for ten years"),
         ("been learning welsh since june", "I've been learning welsh since june"),
         ("work at a bakery on weekends", "I work at a bakery on weekends"),
@@ -45,6 +46,7 @@ def test_a_statement_without_its_subject_gets_the_speakers(clause: str, written:
         "read the rules first",
         "have a good one",
         "had a nap",  # an afternoon, not a change
+        "lost my keys again",
         "got home late",
         "moved the meeting to friday",
         "played it again yesterday",
