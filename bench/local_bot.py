@@ -1,16 +1,16 @@
 """The real bot process on llama-cpp-python's server, end to end: do its replies arrive, in time, and right?
 
-    python -m bench.local_bot                     # README.md's server command + --interrupt_requests false
+    python -m bench.local_bot                     # README.md's server command (no prompt cache)
     python -m bench.local_bot --server-args "--cache true --cache_size 268435456 --interrupt_requests false"
     python -m bench.local_bot --bot-env OPENAI_TIMEOUT_SECONDS=600   # any bot setting, as the environment
     python -m bench.local_bot --together         # the three questions at once instead of one after another
 
 Starts, one after the other: `python -m llama_cpp.server` with the bench's GGUF as README.md's command
-line does (its cache setting by default, and `--interrupt_requests false`, or `--server-args`),
+line does (`--interrupt_requests false` and no prompt cache by default, or `--server-args`),
 all-MiniLM-L6-v2's `/v1/embeddings` (`bench.local_model serve --embed-only`), the Discord stand-in the
 end-to-end tests use (`standins.discord`), and the bot itself as a host runs it (`python -m bot`, in
 its own process, configured only through the environment as README.md's local-model example does:
-MODEL_PROVIDER=openai, OPENAI_TOOLS=off, EMBEDDING_BASE_URL ...; its flush lowered to
+MODEL_PROVIDER=openai, OPENAI_TOOLS=off, OPENAI_TIMEOUT_SECONDS=300, EMBEDDING_BASE_URL ...; its flush lowered to
 MEMORY_FLUSH_QUIET_SECONDS=10 and MEMORY_FLUSH_MIN_MESSAGES=1 so that it flushes once the people stop
 talking). Then:
 
@@ -60,9 +60,9 @@ from bench.local_server_memory import (
     running_model_servers,
 )
 
-# README.md's cache setting ("--cache true", its command line's last argument), and replies that are not
-# cut off when a memory call arrives: the server's default interrupts the running stream.
-DEFAULT_SERVER_ARGS = "--cache true --interrupt_requests false"
+# README.md's server command line ends so: no prompt cache (it grew the server past the machine's memory),
+# and replies that are not cut off when a memory call arrives (the default interrupts the running stream).
+DEFAULT_SERVER_ARGS = "--interrupt_requests false"
 FAILED_REPLY = "Sorry, I couldn't come up with an answer just now."
 STREAMING_MARKER = " ⚪"  # bot/discord_bot/discord_text.py: a reply still being written ends with it
 BOT_SETTING_PREFIXES = ("DISCORD_", "GEMINI_", "GOOGLE_", "DATABASE_", "OPENAI_", "MODEL_", "EMBEDDING_")
@@ -405,6 +405,7 @@ async def run_script(args: argparse.Namespace, models: Endpoints, result: dict[s
             "MODEL_PROVIDER": "openai",
             "OPENAI_BASE_URL": models.chat_url,
             "OPENAI_TOOLS": "off",
+            "OPENAI_TIMEOUT_SECONDS": "300",
             "CHAT_MODEL": MODEL_ALIAS,
             "MEMORY_MODEL": MODEL_ALIAS,
             "EMBEDDING_BASE_URL": models.embed_url,
