@@ -67,6 +67,7 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
         description=said(
             "Search memory: ids, short texts, where and when each was learned, best first, within a token "
             "budget. Read the full texts of chosen ids with get."
+            + (" Everything known about the person: list_my_facts." if own else "")
         )
     )
     async def recall(

@@ -165,10 +165,17 @@ async def recall(
     if left_out:
         answer["more"] = f"{left_out} more matched; a narrower query finds them"
     if not kept:
-        answer["note"] = "nothing remembered about that here" + (
-            "" if people or reader.community is not None else "; name people to search their facts"
-        )
+        answer["note"] = "nothing remembered about that here" + _nothing_found_hint(reader, people)
     return answer
+
+
+def _nothing_found_hint(reader: Reader, people: Sequence[Participant]) -> str:
+    """Where to look instead, after a recall that found nothing."""
+    if reader.person is not None:
+        return "; list_my_facts lists everything remembered about this person"
+    if people or reader.community is not None:
+        return ""
+    return "; name people to search their facts"
 
 
 def _best_first(found: RecallResult) -> list[Fact]:

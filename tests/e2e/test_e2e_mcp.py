@@ -436,6 +436,7 @@ async def test_a_person_session_says_whose_memory_it_holds_and_pages_their_own_f
         whose = f"the memory of bob (Discord user {s.bob}) in the Discord server 'Alpha' ({s.scope})"
         assert whose in hello and all(whose in d for d in described.values()), described
         assert "\n" not in described["recall"] and "  " not in described["recall"]
+        assert "list_my_facts" in described["recall"] and "list_my_facts" in hello
 
         first = answer(await session.call_tool("list_my_facts", {"page_size": 2}))
         assert (first["total"], first["page"], first["pages"], first["next_page"]) == (3, 1, 2, 2)
