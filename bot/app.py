@@ -319,7 +319,7 @@ def migrate_database(
     target: Settings,
     *,
     into_non_empty: bool = False,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MigrationReport:
     """Copy the SQLite file of `settings` into the PostgreSQL database of `target` (resumable, verified)."""
     if not target.database_url:

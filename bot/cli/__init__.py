@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from bot.app import failure_line, failures
 from bot.cli import check, facts, maintenance, mcp, recall, run
@@ -53,7 +54,9 @@ def _main(argv: Sequence[str] | None) -> int:
     command = args.command or "run"
     try:
         settings = load_settings(
-            dotenv_path=args.env_file or ".env", dotenv_required=args.env_file is not None
+            # A named file by its full path, so an error says which folder it was looked for in.
+            dotenv_path=Path(args.env_file).expanduser().absolute() if args.env_file else ".env",
+            dotenv_required=args.env_file is not None,
         )
     except ConfigError as exc:
         if command == "check" and getattr(args, "json", False):  # scripts still get their JSON verdict

@@ -13,6 +13,7 @@ from typing import Any
 from bot.app import failure_line, failures, open_memory, provider_name
 from bot.cli import arguments
 from bot.cli.common import EXIT_PROBLEM, CliError, Commands, emit, in_event_loop, open_database
+from bot.cli.progress import Progress
 from bot.config import Settings
 from bot.memory.importing import ImportReport, import_lines
 from bot.memory.models import MAX_FACT_CHARS, Fact
@@ -152,7 +153,8 @@ async def import_facts(settings: Settings, args: argparse.Namespace) -> int:
     report = ImportReport(read=len(lines), bad_lines=problems)
     service = await open_memory(settings)
     try:
-        await import_lines(service, lines, report, consolidate=args.consolidate)
+        with Progress("importing", "facts") as progress:
+            await import_lines(service, lines, report, consolidate=args.consolidate, progress=progress)
     except failures(settings) as exc:
         report.error = failure_line(settings, exc)
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from dataclasses import replace
 
 from bot.app import MigrationRefused, failure_line, failures, migrate_database, open_maintenance, open_models
@@ -19,9 +18,8 @@ from bot.cli.common import (
     open_database,
     require_database,
 )
+from bot.cli.progress import Progress
 from bot.config import ConfigError, Settings, load_settings
-
-log = logging.getLogger(__name__)
 
 
 def register(commands: Commands) -> None:
@@ -85,11 +83,9 @@ def copy_to_postgres(settings: Settings, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(*exc.problems) from None
 
-    def progress(table: str, rows: int) -> None:
-        log.info("copied %d rows of %s", rows, table)
-
     try:
-        report = migrate_database(settings, target, into_non_empty=args.into_non_empty, progress=progress)
+        with Progress("copying", "rows") as progress:
+            report = migrate_database(settings, target, into_non_empty=args.into_non_empty, progress=progress)
     except MigrationRefused as exc:
         raise CliError(failure_line(target, exc)) from None
     except failures(target) as exc:
@@ -130,13 +126,14 @@ async def reembed_facts(settings: Settings, args: argparse.Namespace) -> int:
     try:
         memory = await open_maintenance(settings, embedder=models.embedder)
         try:
-            result = await memory.reembed(
-                settings.embedding_identity,
-                settings.embedding_dimensions,
-                batch=args.batch,
-                force=args.force,
-                progress=lambda done, last: log.info("re-embedded %d facts (up to #%d)", done, last),
-            )
+            with Progress("re-embedding", "texts") as progress:
+                result = await memory.reembed(
+                    settings.embedding_identity,
+                    settings.embedding_dimensions,
+                    batch=args.batch,
+                    force=args.force,
+                    progress=progress,
+                )
         finally:
             await memory.close()
     finally:

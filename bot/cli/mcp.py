@@ -5,6 +5,7 @@ named as the chat names it."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from bot.app import provider_name
 from bot.cli import arguments
@@ -12,6 +13,8 @@ from bot.cli.common import CliError, Commands, require_database
 from bot.cli.run import person
 from bot.config import Settings
 from bot.memory.ports import Purpose
+
+DEFAULT_PORT = 8780  # --http's; not 8765, where the README runs its local model server
 
 
 def register(commands: Commands) -> None:
@@ -35,7 +38,12 @@ def register(commands: Commands) -> None:
     mcp.add_argument("--name", type=person, help="the terminal chat's person (default: your login name)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1)")
-    mcp.add_argument("--port", type=arguments.positive, default=8765, help="the HTTP port (default 8765)")
+    mcp.add_argument(
+        "--port",
+        type=arguments.positive,
+        default=DEFAULT_PORT,
+        help=f"the HTTP port (default {DEFAULT_PORT})",
+    )
     mcp.set_defaults(func=serve_mcp)
 
 
@@ -49,16 +57,39 @@ def serve_mcp(settings: Settings, args: argparse.Namespace) -> int:
         raise CliError("MCP_TOKEN is not set: HTTP is served only to agents that send it as a bearer token")
     missing = settings.missing("model_key")
     if missing:
-        raise CliError(*missing, f"recall embeds queries with {provider_name(settings, Purpose.EMBED)}")
-    require_database(settings)
+        raise CliError(
+            *missing,
+            f"recall embeds queries with {provider_name(settings, Purpose.EMBED)}",
+            settings_read(args),
+        )
+    try:
+        require_database(settings)
+    except CliError as exc:
+        raise CliError(*exc.lines, settings_read(args)) from None
     from bot.mcp.discord_view import DiscordUnavailable
-    from bot.mcp.server import run
+    from bot.mcp.server import CannotListen, run
     from bot.memory.consult import ConsultError
     from bot.terminal import default_name
 
     if args.terminal and args.name is None:
         args.name = default_name()
     try:
-        return run(settings, args)
-    except (ConsultError, DiscordUnavailable) as exc:  # a session that cannot start: one line
+        return run(settings, args, listening)
+    except (ConsultError, DiscordUnavailable, CannotListen) as exc:  # a session that cannot start: one line
         raise CliError(str(exc)) from None
+
+
+def listening(url: str, holds: str) -> None:
+    """Where an HTTP session is served, on stdout once it answers (the log is on stderr)."""
+    print(f"serving {holds} at {url} (send MCP_TOKEN as a bearer token; Ctrl+C stops)", flush=True)
+
+
+def settings_read(args: argparse.Namespace) -> str:
+    """Which settings file was read, by its full path: MCP clients start the server in a folder of
+    their own choosing (many ignore `cwd`), so a setting found missing is explained by where it looked."""
+    named = Path(args.env_file or ".env").expanduser().absolute()
+    if named.is_file():
+        return f"settings were read from {named} and the environment"
+    return (
+        f"there is no {named} (the folder the client started the server in): pass --env-file /full/path/.env"
+    )

@@ -48,6 +48,15 @@ def texts(value: Any, name: str, limit: int, most: int) -> list[str]:
     return [t for item in value if (t := text(item, f"an item of {name}", limit)) is not None]
 
 
+def number(value: Any, name: str, default: int, most: int) -> int:
+    """A whole number from 1 to `most` (`default` when not given)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ConsultError(f"{name} must be a whole number from 1 to {most:,}, not {shown(value)}")
+    return value
+
+
 def ids(value: Any, most: int) -> list[int | str]:
     """The ids a client asks for: a list of at most `most` numbers or short texts (read by `parse_ids`)."""
     if not isinstance(value, list):

@@ -12,17 +12,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import hmac
 import json
 import logging
 import re
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import Field, ValidationError
 
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
@@ -36,10 +40,12 @@ from bot.memory.consult import ConsultError
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
-    "Long-term memory of a Discord community's bot, bound to one audience for this whole session: only "
-    "what its readers may know. recall(query) first: compact hits with ids; get(ids) for full texts and "
-    "where they were said. Facts are about people; conversations (ids e...) are what a channel talked about."
+    "Long-term memory of a Discord community's bot. This session holds {holds}; it is fixed for the "
+    "whole session and never sees more. recall(query) first: compact hits with ids; get(ids) for full "
+    "texts and where they were said.{own} Facts are about people; conversations (ids e...) are what a "
+    "channel talked about."
 )
+OWN = " list_my_facts(page) lists every fact of the person, page by page."
 HTTP_PATH = "/mcp"
 _QUOTED = re.compile(r"'[^']*'")
 
@@ -47,10 +53,23 @@ _QUOTED = re.compile(r"'[^']*'")
 def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
     """The tools this session may call: recall and get always; recap where it reads a server's
     conversations; remember and forget in a person's own session."""
-    server: MCPServer[Any] = MCPServer("memory-bot", instructions=INSTRUCTIONS)
+    holds = session.holds
+    own = OWN if session.reader.person is not None else ""
+    server = _OneLineServer("memory-bot", instructions=INSTRUCTIONS.format(holds=holds, own=own))
     call = _caller(session, settings)
 
-    @server.tool()
+    def said(what: str) -> str:
+        """A tool's description: what it does, then whose memory it reads (a client may show a tool
+        apart from the server's instructions)."""
+        return f"{what} This session holds {holds}."
+
+    @server.tool(
+        description=said(
+            "Search memory: ids, short texts, where and when each was learned, best first, within a token "
+            "budget. Read the full texts of chosen ids with get."
+            + (" Everything known about the person: list_my_facts." if own else "")
+        )
+    )
     async def recall(
         query: Annotated[
             Any, Field(json_schema_extra=schema("string", "what to look for, in words", maxLength=1000))
@@ -75,9 +94,6 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
             ),
         ] = None,
     ) -> dict[str, Any]:
-        """Search memory: ids, short texts, where and when each was learned, best first, within a token
-        budget. Read the full texts of chosen ids with get."""
-
         async def work() -> dict[str, Any]:
             asked = arguments.text(query, "query", 1000, required=True) or ""
             named = session.people(arguments.texts(people, "people", 100, 10))
@@ -86,7 +102,9 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
 
         return await call("recall", work, _recalled)
 
-    @server.tool()
+    @server.tool(
+        description=said("The full texts of facts and conversations, with where and when they were said.")
+    )
     async def get(
         ids: Annotated[
             Any,
@@ -100,8 +118,6 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
             ),
         ],
     ) -> dict[str, Any]:
-        """The full texts of facts and conversations, with where and when they were said."""
-
         async def work() -> dict[str, Any]:
             return await consult.get(session.service, session.reader, arguments.ids(ids, consult.MAX_IDS))
 
@@ -109,7 +125,9 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
 
     if session.reader.community is not None:
 
-        @server.tool()
+        @server.tool(
+            description=said("What the server's channels talked about, newest first, whole summaries.")
+        )
         async def recap(
             channel: Annotated[
                 Any,
@@ -121,8 +139,6 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
                 Any, Field(json_schema_extra=schema("string", "default: the last 7 days", maxLength=100))
             ] = None,
         ) -> dict[str, Any]:
-            """What the server's channels talked about, newest first, whole summaries."""
-
             async def work() -> dict[str, Any]:
                 start = since_of(arguments.text(since, "since", 100) or "7 days ago")
                 assert start is not None
@@ -134,7 +150,40 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
 
     if session.reader.person is not None:
 
-        @server.tool()
+        @server.tool(
+            description=said(
+                "Every fact remembered about this session's person here, newest first, one page at a time "
+                "(as /facts): ids, full texts, where and when each was learned, the total and the next page."
+            )
+        )
+        async def list_my_facts(
+            page: Annotated[
+                Any, Field(json_schema_extra=schema("integer", "the page, from 1 (default 1)", minimum=1))
+            ] = None,
+            page_size: Annotated[
+                Any,
+                Field(
+                    json_schema_extra=schema(
+                        "integer",
+                        f"facts per page (default {consult.LIST_PAGE}, at most {consult.LIST_PAGE_MOST})",
+                        minimum=1,
+                        maximum=consult.LIST_PAGE_MOST,
+                    )
+                ),
+            ] = None,
+        ) -> dict[str, Any]:
+            async def work() -> dict[str, Any]:
+                number = arguments.number(page, "page", 1, MAX_PAGE)
+                size = arguments.number(page_size, "page_size", consult.LIST_PAGE, consult.LIST_PAGE_MOST)
+                return await consult.list_own(session.service, session.reader, page=number, size=size)
+
+            return await call("list_my_facts", work, _listed_own)
+
+        @server.tool(
+            description=said(
+                "Remember something about this session's person, in their own words (as /remember)."
+            )
+        )
         async def remember(
             text: Annotated[
                 Any,
@@ -145,15 +194,17 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
                 ),
             ],
         ) -> dict[str, Any]:
-            """Remember something about this session's person, in their own words (as /remember)."""
-
             async def work() -> dict[str, Any]:
                 said = arguments.text(text, "text", 2000, required=True) or ""
                 return await consult.remember(session.service, session.reader, said)
 
             return await call("remember", work, _remembered)
 
-        @server.tool()
+        @server.tool(
+            description=said(
+                "Erase facts of this session's person for good (as /forget): nothing of them is kept."
+            )
+        )
         async def forget(
             ids: Annotated[
                 Any,
@@ -167,8 +218,6 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
                 ),
             ],
         ) -> dict[str, Any]:
-            """Erase facts of this session's person for good (as /forget): nothing of them is kept."""
-
             async def work() -> dict[str, Any]:
                 return await consult.forget(
                     session.service, session.reader, arguments.ids(ids, consult.MAX_IDS)
@@ -177,6 +226,33 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
             return await call("forget", work, _forgot)
 
     return server
+
+
+MAX_PAGE = 1_000_000
+
+
+class _OneLineServer(MCPServer[Any]):
+    """The SDK's server, but arguments its schema refuses (one missing, say) are said in one line, as
+    the bot's own readers say theirs, not as pydantic's errors with their links."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(_refused(exc.__cause__)) from exc.__cause__
+
+
+def _refused(error: ValidationError) -> str:
+    """What pydantic refused, one clause an argument: "ids is missing"."""
+    said = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        said.append(f"{where} is missing" if problem["type"] == "missing" else f"{where}: {problem['msg']}")
+    return "; ".join(said)
 
 
 Answer = dict[str, Any]
@@ -232,6 +308,10 @@ def _listed(answer: Answer) -> str:
     return f"listed {_ids(answer.get('conversations', []))}"
 
 
+def _listed_own(answer: Answer) -> str:
+    return f"listed their facts ({answer.get('total', 0)} in all, page {answer.get('page', 1)})"
+
+
 def _remembered(answer: Answer) -> str:
     return f"remembered {_ids(answer.get('stored', []))}"
 
@@ -275,8 +355,57 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
-async def serve(settings: Settings, binding: Binding, *, http: tuple[str, int] | None = None) -> None:
-    """Open memory, bind the session, serve it until the client leaves (stdio) or a signal (HTTP)."""
+class CannotListen(Exception):
+    """The HTTP address cannot be served (the port is in use, the host is not this machine's)."""
+
+
+Listening = Callable[[str, str], None]  # the URL served, whose memory the session holds
+
+
+async def serve(
+    settings: Settings,
+    binding: Binding,
+    *,
+    http: tuple[str, int] | None = None,
+    listening: Listening | None = None,
+) -> None:
+    """Open memory, bind the session, serve it until the client leaves (stdio) or a signal (HTTP);
+    `listening` is told the URL once HTTP is served. The HTTP port is taken before anything else, so a
+    port in use is said at once (CannotListen)."""
+    bound = None if http is None else (http[0], _listen(*http))
+    try:
+        await _serve(settings, binding, bound, listening)
+    finally:
+        if bound is not None:
+            bound[1].close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The HTTP port, bound: uvicorn serves this socket, so it never has to say `[Errno 98]` itself."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CannotListen(f"cannot serve HTTP on {host}: {exc.strerror or exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CannotListen(
+                f"port {port} on {host} is already in use (another server?): choose another with --port"
+            ) from exc
+        raise CannotListen(f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+async def _serve(
+    settings: Settings,
+    binding: Binding,
+    http: tuple[str, socket.socket] | None,
+    listening: Listening | None,
+) -> None:
     service = await open_memory(settings)
     admin_log: AdminLog | None = None
     bot = None
@@ -295,7 +424,14 @@ async def serve(settings: Settings, binding: Binding, *, http: tuple[str, int] |
         if http is None:
             await server.run_stdio_async()
         else:
-            await _serve_http(server, settings.mcp_token, *http)
+            host, sock = http
+            holds = session.holds
+
+            def started(url: str) -> None:
+                if listening is not None:
+                    listening(url, holds)
+
+            await _serve_http(server, settings.mcp_token, host, sock, started)
     finally:
         if session is not None:
             session.close_log()
@@ -307,7 +443,9 @@ async def serve(settings: Settings, binding: Binding, *, http: tuple[str, int] |
         await service.close(record_usage=False)
 
 
-async def _serve_http(server: MCPServer[Any], token: str, host: str, port: int) -> None:
+async def _serve_http(
+    server: MCPServer[Any], token: str, host: str, sock: socket.socket, started: Callable[[str], None]
+) -> None:
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -318,14 +456,21 @@ async def _serve_http(server: MCPServer[Any], token: str, host: str, port: int) 
             self.force_exit = self.should_exit and sig == signal.SIGINT
             self.should_exit = True
 
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                started(url)
+
+    port = sock.getsockname()[1]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{HTTP_PATH}"
     app = BearerToken(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await Server(config).serve()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await Server(config).serve(sockets=[sock])
 
 
-def run(settings: Settings, args: argparse.Namespace) -> int:
+def run(settings: Settings, args: argparse.Namespace, listening: Listening | None = None) -> int:
     """`python -m bot mcp`: checked by the CLI; serve until the end. A session that cannot start raises
-    ConsultError or DiscordUnavailable, which the CLI reports as a line."""
+    ConsultError, DiscordUnavailable or CannotListen, which the CLI reports as a line."""
     binding = Binding(
         channel_id=args.channel,
         user_id=args.user,
@@ -333,5 +478,5 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         name=args.name if args.terminal else None,
     )
     http = (args.host, args.port) if args.http else None
-    asyncio.run(serve(settings, binding, http=http))
+    asyncio.run(serve(settings, binding, http=http, listening=listening))
     return 0

@@ -74,6 +74,35 @@ class Session:
             return self.admin_log.name_of(self.guild_id, person.user_id)
         return person.name or f"user {person.user_id}"
 
+    @property
+    def holds(self) -> str:
+        """Whose memory the session holds, resolved at its start, in one sentence for the client's model
+        (the server's instructions and every tool's description say it)."""
+        person = self.reader.person
+        if self.channel_id is not None:
+            return (
+                f"the memory a reply in {self.reader.channel_name(str(self.channel_id))} of {self._place()} "
+                "could use: what all of that channel's readers may know, nobody's sensitive facts"
+            )
+        if person is None:
+            return f"nobody's memory in {self._place()}"
+        whose = f"{person.name or 'user ' + person.user_id} (Discord user {person.user_id})"
+        if self.reader.scope == TERMINAL_SCOPE:
+            whose = f"{person.name} (the terminal chat's person)"
+        seen = ", and the server's conversations they can read" if self.reader.community else ""
+        return f"the memory of {whose} in {self._place()}: their own facts, sensitive ones included{seen}"
+
+    def _place(self) -> str:
+        """The session's scope as a person would name it: the server (by name where Discord says it),
+        the DMs or the terminal chat."""
+        scope = self.reader.scope
+        if scope == TERMINAL_SCOPE:
+            return "the terminal chat (scope terminal)"
+        guild = self.view.guild if self.view is not None else None
+        if guild is not None:
+            return f"the Discord server {guild.name!r} ({scope})"
+        return f"the Discord server {scope}" if self.guild_id is not None else "direct messages with the bot"
+
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run one call on current permissions and settings (opt-outs, the server's switch)."""
         if self.view is not None:

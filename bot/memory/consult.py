@@ -42,9 +42,12 @@ RECALL_TOKEN_BUDGET = 500  # what a compact answer may cost the client's context
 FULL_TOKEN_BUDGET = 1500  # ... and an answer with full texts, or a recap
 MAX_IDS = 20
 RECAP_LIMIT = 50
-# Where a remembered fact was "said": a private word to the bot, never a Discord channel, so in a server
-# it serves no channel's replies (only its owner's own sessions and /facts), as a fact of unknown origin.
+LIST_PAGE = 20  # a person's facts one page lists, unless the client asks for fewer or more
+LIST_PAGE_MOST = 50
+# Where a remembered fact was "said": told through MCP, never a Discord channel, so in a server it serves
+# no channel's replies (only its owner's own sessions and /facts), as a fact of unknown origin.
 MCP_ORIGIN = Origin("mcp")
+TOLD_THROUGH_MCP = "told through MCP"
 _ID = re.compile(r"^\s*(?:#|f|fact[- ]?)?(\d+)\s*$", re.IGNORECASE)
 _EPISODE_ID = re.compile(r"^\s*(?:e|episode[- ]?)(\d+)\s*$", re.IGNORECASE)
 
@@ -162,10 +165,17 @@ async def recall(
     if left_out:
         answer["more"] = f"{left_out} more matched; a narrower query finds them"
     if not kept:
-        answer["note"] = "nothing remembered about that here" + (
-            "" if people or reader.community is not None else "; name people to search their facts"
-        )
+        answer["note"] = "nothing remembered about that here" + _nothing_found_hint(reader, people)
     return answer
+
+
+def _nothing_found_hint(reader: Reader, people: Sequence[Participant]) -> str:
+    """Where to look instead, after a recall that found nothing."""
+    if reader.person is not None:
+        return "; list_my_facts lists everything remembered about this person"
+    if people or reader.community is not None:
+        return ""
+    return "; name people to search their facts"
 
 
 def _best_first(found: RecallResult) -> list[Fact]:
@@ -239,6 +249,28 @@ async def recap(
         answer["more"] = f"{left_out} more; a later `since` or one channel shows them"
     if not kept:
         answer["note"] = "no conversation remembered here since then"
+    return answer
+
+
+async def list_own(service: MemoryService, reader: Reader, *, page: int, size: int) -> dict[str, Any]:
+    """`/facts` for the reader's person: their active facts here, newest first, one page of `size`
+    (1-based `page`), full texts, with the total and the next page while there is one."""
+    person = _person(reader, "list_my_facts")
+    if (off := not_here(service, reader)) is not None:
+        return {"facts": [], "total": 0, "note": off}
+    total = await service.count_facts(reader.scope, person.user_id)
+    listed = await service.list_facts(reader.scope, person.user_id, limit=size, offset=(page - 1) * size)
+    facts = [f for f in listed if _readable(service, reader, f)]
+    names = await _names(service, reader, facts)
+    entries = [{**_fact_entry(f, names, reader, full=False), "text": as_said(f, names)} for f in facts]
+    pages = max(1, -(-total // size))
+    answer: dict[str, Any] = {"facts": entries, "page": page, "pages": pages, "total": total}
+    if page < pages:
+        answer["next_page"] = page + 1
+    if not total:
+        answer["note"] = "nothing remembered about this person here yet"
+    elif not entries:
+        answer["note"] = f"page {page} is past the last ({pages})"
     return answer
 
 
@@ -325,6 +357,7 @@ def _fact_entry(fact: Fact, names: dict[str, str], reader: Reader, *, full: bool
     said = [s for s in fact.sources if not s.confirms and s.origin is not None]
     channels = list(dict.fromkeys(s.origin.channel_id for s in said if s.origin is not None))
     shown = [reader.channel_name(c) for c in channels if is_discord_id(c)]
+    shown += [TOLD_THROUGH_MCP] if MCP_ORIGIN.channel_id in channels else []
     entry: dict[str, Any] = {
         "id": f"f{fact.id}",
         "about": names.get(fact.user_id) or f"user {fact.user_id}",

@@ -5,8 +5,8 @@ failure imports only what is missing."""
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,6 @@ from bot.memory.ports import Embedder, Storage, StorageWorker
 if TYPE_CHECKING:
     from bot.memory.service import MemoryService
 
-log = logging.getLogger(__name__)
 
 IMPORT_BATCH = 100
 CONSOLIDATED = {
@@ -125,12 +124,18 @@ async def import_facts(
 
 
 async def import_lines(
-    service: MemoryService, lines: list[tuple[int, NewFact]], report: ImportReport, *, consolidate: bool
+    service: MemoryService,
+    lines: list[tuple[int, NewFact]],
+    report: ImportReport,
+    *,
+    consolidate: bool,
+    progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Store the (line number, fact) pairs not yet known, counting into `report` as batches land: when a
-    batch fails, the report already says what the earlier ones stored."""
+    batch fails, the report already says what the earlier ones stored. `progress(facts done, facts to
+    import)` is called after each batch."""
     fresh = await _not_yet_known(service, lines, report)
-    await _import_batches(service, fresh, consolidate, report)
+    await _import_batches(service, fresh, consolidate, report, progress)
 
 
 async def _not_yet_known(
@@ -144,7 +149,11 @@ async def _not_yet_known(
 
 
 async def _import_batches(
-    service: MemoryService, facts: list[NewFact], consolidate: bool, report: ImportReport
+    service: MemoryService,
+    facts: list[NewFact],
+    consolidate: bool,
+    report: ImportReport,
+    progress: Callable[[int, int], None] | None,
 ) -> None:
     """Import in batches; each batch is stored in one transaction, so `report.imported` is what landed."""
     for start in range(0, len(facts), IMPORT_BATCH):
@@ -160,4 +169,5 @@ async def _import_batches(
                 report.decisions["DUPLICATE"] += len(batch) - len(result)
         for fact in batch:  # stored: let the vectors go, so a big file needs memory for one batch only
             fact.embedding = None
-        log.debug("imported %d of %d new facts", report.imported, len(facts))
+        if progress:
+            progress(start + len(batch), len(facts))

@@ -93,7 +93,7 @@ class Maintenance:
         the new model until this finishes).
 
         Each batch's vectors and the progress land in one transaction, so a failure keeps what was done.
-        `progress(done, last_id)` is called after each batch.
+        `progress(done, total)` is called after each batch (`total`: facts and episodes this run does).
         """
         if self.embedder is None:
             raise ValueError("re-embedding needs an embedder")
@@ -106,16 +106,16 @@ class Maintenance:
             return Reembedded(0, up_to_date=True)
         done = 0
         start = await store.call(Storage.begin_reembed, model, dimensions)
-        after = start  # the last fact done, which progress reports
+        episode = await store.call(Storage.episodes_reembedded_up_to)
+        total = await store.call(Storage.count_to_reembed, start, episode)
         embedder = self.embedder
         try:
-            async for count, after in _in_batches(
+            async for count, _ in _in_batches(
                 store, embedder, Storage.facts_to_reembed, Storage.store_reembedded, start, batch
             ):
                 done += count
                 if progress:
-                    progress(done, after)
-            episode = await store.call(Storage.episodes_reembedded_up_to)
+                    progress(done, total)
             async for count, _ in _in_batches(
                 store,
                 embedder,
@@ -126,7 +126,7 @@ class Maintenance:
             ):
                 done += count
                 if progress:
-                    progress(done, after)
+                    progress(done, total)
         except ModelError as exc:
             return Reembedded(done, error=exc)
         await store.call(Storage.finish_reembed, model, dimensions)

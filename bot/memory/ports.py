@@ -540,6 +540,10 @@ class Storage(Protocol):
 
     def facts_to_reembed(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
 
+    def count_to_reembed(self, after_fact_id: int, after_episode_id: int) -> int:
+        """How many facts and episodes a re-embedding that did these ids has left."""
+        ...
+
     def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
         """Replace these facts' vectors and record the progress, atomically."""
         ...

@@ -103,11 +103,11 @@ def migrate(
     source_name: str,
     into_non_empty: bool = False,
     batch: int = BATCH,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MigrationReport:
     """Copy `source` (an SQLite store) into `target`, resumably, reconcile what changed, and count both sides.
 
-    `progress(table, rows copied so far)` is called after each batch.
+    `progress(rows copied so far, rows of every table)` is called after each batch.
     """
     _check_embeddings(source, target)
     state, resumed = _state(read_meta(target.conn), source_name, into_non_empty, _holds_anything(target))
@@ -118,15 +118,17 @@ def migrate(
     if not report.merged:
         for table, key in reversed(TABLES):  # rows referring to others first
             report.removed[table] = _remove_missing(source, target, table, key, batch)
+    total = sum(_count(source, table) for table, _ in TABLES)
+    copied = 0
     for table, key in TABLES:
-        copied = report.updated[table] = 0
+        report.updated[table] = 0
         for rows in _batches(source, _as_read(table, source, target), key, batch):
             report.updated[table] += _write(
                 target, table, key, [_converted(table, row) for row in rows], update=not report.merged
             )
             copied += len(rows)
             if progress:
-                progress(table, copied)
+                progress(copied, total)
     _link_history(source, target, batch, merge=report.merged)
     _index_active_words(target, batch)
     _reset_identities(source, target)
@@ -364,7 +366,7 @@ def copy_database(
     *,
     into_non_empty: bool = False,
     batch: int = BATCH,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MigrationReport:
     """Open the SQLite file and the PostgreSQL database (created and migrated as needed, recording the
     source's embedding model) and copy the one into the other."""

@@ -192,21 +192,34 @@ async def log_lines(s: Server, needle: str) -> str:
 
 @contextlib.asynccontextmanager
 async def stdio_session(s: Server, tmp_path: Path, *args: str) -> AsyncIterator[ClientSession]:
+    async with stdio_hello(s, tmp_path, *args) as (session, _):
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def stdio_hello(s: Server, tmp_path: Path, *args: str) -> AsyncIterator[tuple[ClientSession, str]]:
+    """A stdio session and the server's instructions, as its client was greeted."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "bot", "mcp", *args], env=s.env, cwd=str(tmp_path)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+        hello = await session.initialize()
+        yield session, hello.instructions or ""
+
+
+async def descriptions(session: ClientSession) -> dict[str, str]:
+    return {t.name: t.description or "" for t in (await session.list_tools()).tools}
 
 
 async def test_a_channel_session_over_stdio_never_returns_staff_dm_or_sensitive_facts(
     server: Server, tmp_path: Path
 ) -> None:
     s = server
-    async with stdio_session(s, tmp_path, "--channel", str(s.general)) as session:
-        tools = {t.name for t in (await session.list_tools()).tools}
-        assert tools == {"recall", "get", "recap"}  # no remember or forget for a channel's readers
+    async with stdio_hello(s, tmp_path, "--channel", str(s.general)) as (session, hello):
+        described = await descriptions(session)
+        assert set(described) == {"recall", "get", "recap"}  # no remember or forget for a channel's readers
+        whose = "a reply in #general of the Discord server 'Alpha'"
+        assert whose in hello and all(whose in d for d in described.values()), described
 
         found = answer(
             await session.call_tool(
@@ -243,26 +256,22 @@ async def test_a_channel_session_over_stdio_never_returns_staff_dm_or_sensitive_
 
 @contextlib.asynccontextmanager
 async def http_server(s: Server, tmp_path: Path, *args: str) -> AsyncIterator[str]:
-    """`python -m bot mcp --http` on a free port; its URL once it answers."""
+    """`python -m bot mcp --http` on a free port; its URL once it says it serves there, which is once it
+    answers."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "mcp", "--http", "--port", str(port), *args,
-        cwd=tmp_path, env=s.env, stderr=asyncio.subprocess.PIPE,
+        cwd=tmp_path, env=s.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/mcp"
-
-    async def listening() -> bool:
-        assert proc.returncode is None, (await proc.stderr.read()).decode() if proc.stderr else ""
-        with contextlib.suppress(OSError):
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return True
-        return False
-
     try:
-        await eventually(listening, timeout=30, what="the MCP server to listen")
+        assert proc.stdout is not None and proc.stderr is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert f"at {url} " in line, line or (await proc.stderr.read()).decode()
+        _, writer = await asyncio.open_connection("127.0.0.1", port)  # said once it answers
+        writer.close()
         yield url
     finally:
         proc.terminate()
@@ -337,6 +346,42 @@ async def test_http_is_refused_without_a_token_and_a_session_needs_an_audience(
     assert "Traceback" not in err
 
 
+async def test_a_missing_settings_file_is_named_by_its_full_path(server: Server, tmp_path: Path) -> None:
+    """MCP clients start the server in a folder of their choosing: the error says where it looked."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, _, err = await run_cli(
+        "--env-file", "memory.env", "mcp", "--channel", str(server.general), env=server.env, cwd=elsewhere
+    )
+    assert code == 1 and f"settings file {elsewhere / 'memory.env'} does not exist" in err, err
+    no_key = {k: v for k, v in server.env.items() if k != "GEMINI_API_KEY"}
+    code, _, err = await run_cli("mcp", "--channel", str(server.general), env=no_key, cwd=elsewhere)
+    assert code == 1 and "GEMINI_API_KEY is not set" in err
+    assert f"there is no {elsewhere / '.env'}" in err and "--env-file /full/path/.env" in err, err
+
+
+async def test_a_port_in_use_is_one_clear_line(server: Server, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = await run_cli(
+            "mcp",
+            "--http",
+            "--port",
+            str(port),
+            "--channel",
+            str(server.general),
+            env=server.env,
+            cwd=tmp_path,
+        )
+    assert code == 1, err
+    assert err.strip() == (
+        f"error: port {port} on 127.0.0.1 is already in use (another server?): choose another with --port"
+    ), err
+    assert "Errno" not in err and out == ""
+
+
 async def test_every_argument_is_bounded_and_odd_input_gets_one_short_line(
     server: Server, tmp_path: Path
 ) -> None:
@@ -368,3 +413,60 @@ async def test_every_argument_is_bounded_and_odd_input_gets_one_short_line(
     lines = await log_lines(s, "more calls")  # the calls not posted one by one, summed up at the end
     assert len([line for line in lines.splitlines() if "called get" in line]) == 1
     assert "xxxxxxxxxx" not in lines
+
+
+async def test_a_person_session_says_whose_memory_it_holds_and_pages_their_own_facts(
+    server: Server, tmp_path: Path
+) -> None:
+    """The instructions and every tool name the member and the server; list_my_facts pages bob's facts
+    in Alpha as /facts shows them (his sensitive one too), never alice's, his DMs' or another server's;
+    a fact told through MCP says so; refused arguments are one line."""
+    s = server
+    service = await open_memory(s.settings)
+    try:
+        origin = {"900000000000000999": Origin(str(s.general))}
+        await service.import_facts(
+            [NewFact("guild:42", s.bob, "bob", "bob likes chess", ["900000000000000999"], origins=origin)]
+        )
+    finally:
+        await service.close(record_usage=False)
+    async with stdio_hello(s, tmp_path, "--user", s.bob, "--scope", s.scope) as (session, hello):
+        described = await descriptions(session)
+        assert set(described) == {"recall", "get", "recap", "list_my_facts", "remember", "forget"}
+        whose = f"the memory of bob (Discord user {s.bob}) in the Discord server 'Alpha' ({s.scope})"
+        assert whose in hello and all(whose in d for d in described.values()), described
+        assert "\n" not in described["recall"] and "  " not in described["recall"]
+        assert "list_my_facts" in described["recall"] and "list_my_facts" in hello
+
+        first = answer(await session.call_tool("list_my_facts", {"page_size": 2}))
+        assert (first["total"], first["page"], first["pages"], first["next_page"]) == (3, 1, 2, 2)
+        second = answer(await session.call_tool("list_my_facts", {"page": 2, "page_size": 2}))
+        assert len(first["facts"]) == 2 and len(second["facts"]) == 1 and "next_page" not in second
+        listed = {f["text"] for f in first["facts"] + second["facts"]}
+        assert listed == {"bob likes hiking", "bob works on project Falcon", "bob has diabetes"}
+        assert {f["learned_in"] for f in first["facts"] + second["facts"]} == {"#general", "#staff-only"}
+
+        [oboe] = answer(await session.call_tool("remember", {"text": "I play the oboe"}))["stored"]
+        [newest] = answer(await session.call_tool("list_my_facts", {"page_size": 1}))["facts"]
+        assert (newest["id"], newest["learned_in"]) == (oboe["id"], "told through MCP")
+        [got] = answer(await session.call_tool("get", {"ids": [oboe["id"]]}))["results"]
+        assert got["learned_in"] == "told through MCP"
+
+        for arguments, said in (
+            ({"page": 0}, "page must be a whole number from 1"),
+            ({"page_size": 500}, "page_size must be a whole number from 1 to 50"),
+            ({"page": "two"}, "page must be a whole number"),
+        ):
+            line = error(await session.call_tool("list_my_facts", arguments))
+            assert said in line and "\n" not in line, line
+        for tool in ("get", "recall", "remember", "forget"):
+            line = error(await session.call_tool(tool, {}))
+            assert line.endswith(" is missing") and "\n" not in line and "pydantic" not in line, line
+    lines = await log_lines(s, "listed their facts")
+    assert "An MCP client for bob listed their facts (3 in all, page 1)" in lines
+
+
+async def test_a_channel_session_cannot_list_anyones_facts(server: Server, tmp_path: Path) -> None:
+    async with stdio_session(server, tmp_path, "--channel", str(server.general)) as session:
+        line = error(await session.call_tool("list_my_facts", {}))
+        assert "list_my_facts" in line and "\n" not in line

@@ -187,6 +187,9 @@ async def test_import_then_recall_returns_the_right_persons_facts_only(
     assert [re.search(r"facts\.jsonl:(\d+): ", line)[1] for line in report["bad_lines"]] == ["11", "21", "31"]
     assert "facts.jsonl:11:" in err
     assert gemini.counters["embed"]["requests"] == 10  # batches of 100
+    shown = [line for line in err.splitlines() if line.startswith("importing: ")]  # not a terminal: lines
+    assert shown and all(" of 1,000 facts (" in line for line in shown)
+    assert shown[-1].startswith("importing: 1,000 of 1,000 facts (100%), ") and "\r" not in err
 
     code, out, err = await run_cli(
         "recall",
@@ -294,6 +297,7 @@ async def test_changing_the_embedding_dimension_requires_reembed(
     code, out, err = await run_cli("reembed", "--batch", "2", "--json", env=env, cwd=tmp_path)
     assert code == 0, err
     assert json.loads(out)["reembedded"] == 3
+    assert "re-embedding: 3 of 3 texts (100%)" in err  # the total, then the final count
     code, out, err = await run_cli(
         "recall", "--scope", "dm", "--user", "7", "--query", "tea", "--json", env=env, cwd=tmp_path
     )

@@ -353,7 +353,7 @@ async def test_a_named_env_file_must_exist(tmp_path: Path) -> None:
     env = clean_env(DATABASE_PATH=str(tmp_path / "m.sqlite3"))
     code, out, err = await run_cli("--env-file", "prod.env", "check", env=env, cwd=tmp_path)
     assert (code, out) == (1, "")
-    assert err == "error: settings file prod.env does not exist (or is not a file)\n"
+    assert err == f"error: settings file {tmp_path / 'prod.env'} does not exist (or is not a file)\n"
     (tmp_path / "prod.env").write_bytes(b"\xef\xbb\xbfDISCORD_TOKEN=from-the-file-1234\nGEMINI_API_KEY=k\n")
     code, out, err = await run_cli("--env-file", "prod.env", "check", "--json", env=env, cwd=tmp_path)
     assert code == 0, err

@@ -89,6 +89,8 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
     code, report, err = await migrate_cli(tmp_path, postgres_url)
     assert code == 0, err
     assert report["verified"] is True and report["resumed"] is False
+    rows = sum(source for source, _ in report["tables"].values())  # type: ignore[union-attr]
+    assert f"copying: {rows:,} of {rows:,} rows (100%)" in err, err
     assert report["tables"]["facts"] == [3, 3] and report["tables"]["pending_messages"] == [1, 1]
 
     target = open_storage(postgres_url, embedding_model=MODEL, dimensions=DIMS)

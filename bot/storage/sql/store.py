@@ -660,6 +660,15 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         )
         return [(r["id"], r["text"]) for r in rows]
 
+    def count_to_reembed(self, after_fact_id: int, after_episode_id: int) -> int:
+        return int(
+            scalar(
+                self.conn,
+                "SELECT (SELECT count(*) FROM facts WHERE id > ?) + (SELECT count(*) FROM episodes WHERE id > ?)",
+                (after_fact_id, after_episode_id),
+            )
+        )
+
     def store_reembedded(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
         """Replace vectors (active: searchable; superseded: archived) and record progress, atomically."""
         with self._tx():
