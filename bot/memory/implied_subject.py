@@ -1,5 +1,5 @@
 """A chat clause that leaves its speaker unsaid, given its "I": "moved to Rotterdam" -> "I moved to
-Rotterdam", "vet here" -> "I'm a vet", "greetings from Accra" -> "I'm in Accra".
+Rotterdam", "vet here" -> "I'm a vet", "greetings from Accra" -> "I'm based in Accra".
 
 People write about themselves in a channel without the subject: "live in izmir", "been playing sax since
 school", "quit the trams last week, bike courier now", "architect here". Read by `clauses.own_clauses`,
@@ -172,7 +172,7 @@ def with_subject(clause: str) -> str:
     if household := _HOUSEHOLD.match(clause):
         return f"I {household.group(1)}"
     if place := _FROM_PLACE.match(clause):
-        return f"I'm in {place.group('place')}"
+        return f"I'm based in {place.group('place')}"  # "based": where someone lives, to consolidation
     if _BEEN.match(clause):
         return f"I've {clause}"
     if opening := _OPENING.match(clause):

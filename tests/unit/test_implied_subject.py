@@ -30,7 +30,7 @@ from bot.memory.implied_subject import with_subject
         ("dental hygienist now", "dental hygienist now"),  # not an occupation the bot knows: as it is
         ("electrician for 6 yrs now", "I've been an electrician for 6 yrs now"),
         ("a plumber by trade", "I'm a plumber by trade"),
-        ("greetings from Leeds", "I'm in Leeds"),
+        ("greetings from Leeds", "I'm based in Leeds"),
         ("we adopted a kitten on saturday", "I adopted a kitten on saturday"),
         ("we got a second rabbit", "I got a second rabbit"),
     ],
