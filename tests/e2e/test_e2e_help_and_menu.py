@@ -14,11 +14,12 @@ import pytest
 from bot.discord_bot.cogs.help import welcome_text
 from bot.discord_bot.cogs.message_menu import NOT_YOURS_TO_FORGET, ONLY_YOUR_OWN
 from bot.discord_bot.menu_names import FORGET_TAUGHT, REMEMBER_THIS
-from bot.discord_bot.remember_request import OPTED_OUT
+from bot.discord_bot.remember_request import IGNORED, OPTED_OUT
 from bot.memory.models import COMMUNITY_ID
 from standins.discord.model import SEND_MESSAGES, overwrite
 from tests.e2e import world as world_module
 from tests.e2e.test_e2e_commands import EPHEMERAL, click, command, scope, sql, uncaptured
+from tests.e2e.test_e2e_community_commands import log_lines
 from tests.e2e.world import World, eventually, world
 from tests.integration.test_store import traces
 
@@ -120,6 +121,12 @@ async def test_remember_this_stores_the_authors_own_message_through_the_same_che
         assert data["content"] == ONLY_YOUR_OWN
         assert await w.facts(here, w.alice) == []
 
+        random = w.alpha.channels["random"]
+        await w.bot.memory.set_channel_ignored(str(w.alpha.id), str(random), True)
+        ignored = await uncaptured(w, random, w.bob, "I play the tuba")
+        data = await from_menu(w, w.bob, REMEMBER_THIS, ignored)
+        assert data["content"] == IGNORED.format(channel=random)
+
         await command(w, w.carol, "memory", w.alpha, subcommand="optout")
         harp = await uncaptured(w, w.general, w.carol, "I play the harp")
         data = await from_menu(w, w.carol, REMEMBER_THIS, harp)
@@ -134,6 +141,7 @@ async def test_remember_this_stores_the_authors_own_message_through_the_same_che
 async def test_its_author_forgets_everything_a_message_taught_after_confirming(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         here = scope(w.alpha)
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
         said = await w.say(w.general, w.bob, ZANZIBAR)
         kept = await w.say(w.general, w.bob, "I play the oboe")
         await w.flush()
@@ -158,6 +166,7 @@ async def test_its_author_forgets_everything_a_message_taught_after_confirming(t
         assert [f.text for f in await w.facts(here, w.bob)] == ["bob plays the oboe"]  # another message's
         assert w.discord.get_message(int(said["id"])) is not None  # the message itself stays
         assert kept
+        await log_lines(w, "Forgot 1 fact of bob (what one message taught).")  # names and counts, no text
 
 
 async def test_an_admin_forgets_only_what_the_servers_memory_made_of_someone_elses_message(
@@ -165,6 +174,7 @@ async def test_an_admin_forgets_only_what_the_servers_memory_made_of_someone_els
 ) -> None:
     async with world(tmp_path) as w:
         here = scope(w.alpha)
+        await w.bot.memory.update_guild(str(w.alpha.id), log_channel_id=str(w.alpha.channels["bot-log"]))
         said = await w.say(w.general, w.bob, ZANZIBAR)
         await w.flush()
         inter = await w.discord.invoke_message_command(w.alice, FORGET_TAUGHT, said)
@@ -183,3 +193,4 @@ async def test_an_admin_forgets_only_what_the_servers_memory_made_of_someone_els
         await eventually(shared_gone, what="the community fact and episode points forgotten")
         [still] = await w.facts(here, w.bob)  # what the message taught about bob stays his to forget
         assert "Zanzibar" in still.text and still.source_message_ids == (said["id"],)
+        await log_lines(w, "of the server (community memory) (by alice, what one message taught).")
