@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 def help_text(bot_name: str, *, marker: str, community: bool) -> str:
     """The /help answer: what is remembered and where, the commands to see, correct and erase it."""
-    shared = " and what channels talk about and decide" if community else ""
+    shared = ", and what the channels talk about and decide" if community else ""
     lines = [
         f"**What {bot_name} remembers**",
         f"What people say about themselves in the channels I can read{shared}, learned in the background "
@@ -33,11 +33,12 @@ def help_text(bot_name: str, *, marker: str, community: bool) -> str:
         "`/forget fact` · `/forget all`: erase one of your facts, or everything about you here",
         "`/remember <text>` (or “@me remember that ...”): tell me something about you now",
         "`/memory export`: a file of everything I hold about you here",
-        f"On a message, *Apps* › *{REMEMBER_THIS}* or *{FORGET_TAUGHT}* (your own messages)",
+        f"On a message of yours, *Apps* › *{REMEMBER_THIS}* or *{FORGET_TAUGHT}* (admins may use the "
+        "latter on anyone's, for what the server's shared memory made of it)",
         "",
         "**Keep things out**",
-        f"Start a message with `{marker}` and I won't remember it; deleting or editing a message takes "
-        "back what I learned from it",
+        f"Start a message with `{marker}` and I won't remember it; deleting a message takes back what I "
+        "learned from it",
         "`/memory optout`: stop remembering you here (`/memory optin` undoes it); `/memory status`: "
         "where you stand",
     ]
@@ -50,8 +51,8 @@ def help_text(bot_name: str, *, marker: str, community: bool) -> str:
     lines += [
         "",
         "**Chat with me**: mention me, reply to me, or DM me.",
-        "**More**: the bot's README (*What it does*); this server's admins read a log of what is learned "
-        "and forgotten (names and counts, never the texts).",
+        "**More**: the bot's README (*What it does*); server admins read a log of what is learned and "
+        "forgotten (names and counts, never the texts).",
     ]
     return "\n".join(lines)
 
