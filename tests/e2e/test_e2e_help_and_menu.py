@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.discord_bot.cogs.help import welcome_text
-from bot.discord_bot.cogs.message_menu import NOT_YOURS_TO_FORGET, ONLY_YOUR_OWN
+from bot.discord_bot.cogs.message_menu import NOT_YOURS_TO_FORGET, NOTHING_LEARNED, ONLY_YOUR_OWN
 from bot.discord_bot.menu_names import FORGET_TAUGHT, REMEMBER_THIS
 from bot.discord_bot.remember_request import IGNORED, OPTED_OUT
 from bot.memory.models import COMMUNITY_ID
@@ -167,6 +167,13 @@ async def test_its_author_forgets_everything_a_message_taught_after_confirming(t
         assert w.discord.get_message(int(said["id"])) is not None  # the message itself stays
         assert kept
         await log_lines(w, "Forgot 1 fact of bob (what one message taught).")  # names and counts, no text
+
+        stamps = await w.say(w.general, w.bob, "I collect stamps")  # not learned yet: nothing to confirm
+        data = await from_menu(w, w.bob, FORGET_TAUGHT, stamps)
+        assert data["content"] == NOTHING_LEARNED and not data.get("components")
+        assert not await w.captured(stamps["id"])
+        await w.flush()
+        assert not any("stamps" in f.text for f in await w.facts(here, w.bob))  # and it is not learned later
 
 
 async def test_an_admin_forgets_only_what_the_servers_memory_made_of_someone_elses_message(
