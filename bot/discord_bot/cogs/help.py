@@ -51,6 +51,8 @@ def help_text(bot_name: str, *, marker: str, community: bool) -> str:
     lines += [
         "",
         "**Chat with me**: mention me, reply to me, or DM me.",
+        "**Admins** (Manage Server): `/memory-admin` sets the log channel, ignored channels and personas, "
+        "and lists, corrects and forgets what the server's memory holds.",
         "**More**: the bot's README (*What it does*); server admins read a log of what is learned and "
         "forgotten (names and counts, never the texts).",
     ]
