@@ -333,8 +333,9 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
                     (message_id, message_id),
                 ).rowcount
             made = self._forget_made_from(None, [message_id], None, actor=actor, why=why)
-            carrying = [] if community_only else self._facts_carrying(message_id)
-            if not community_only:
+            carrying: list[int] = []
+            if not community_only:  # after the community's facts went: the person's that hold its words
+                carrying = self._facts_carrying(message_id)
                 self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
                 row = select_one(
