@@ -28,6 +28,8 @@ COGS = (
     "bot.discord_bot.cogs.chat",
     "bot.discord_bot.cogs.memory_commands",
     "bot.discord_bot.cogs.telling",
+    "bot.discord_bot.cogs.message_menu",
+    "bot.discord_bot.cogs.help",
     "bot.discord_bot.cogs.admin",
     "bot.discord_bot.cogs.errors",
 )

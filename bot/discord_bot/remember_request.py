@@ -103,3 +103,23 @@ async def remember(
     if not lines:
         return NOTHING_TO_REMEMBER
     return "\n".join(lines) + ("\nSee everything with /facts." if result.changes else "")
+
+
+async def remember_asked(
+    memory: MemoryService,
+    interaction: discord.Interaction,
+    text: str,
+    *,
+    channel: Any = None,
+    source_id: int | None = None,
+) -> str:
+    """`remember` for a command's caller: `/remember` (said in the command's channel, the interaction its
+    source) or "Remember this" on their message (`channel` and `source_id` that message's)."""
+    return await remember(
+        memory,
+        user=interaction.user,
+        guild_id=interaction.guild_id,
+        channel=interaction.channel if channel is None else channel,
+        text=text,
+        source_id=interaction.id if source_id is None else source_id,
+    )

@@ -147,6 +147,23 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Taught:
+    """What one message taught, as forgetting it would take it back: the facts holding its words (its
+    author's and the community's, every version) and how many episode points were made from it."""
+
+    facts: tuple[Fact, ...]
+    points: int
+
+    def of(self, user_id: str) -> list[Fact]:
+        """The facts of one person (COMMUNITY_ID: the server's) among them."""
+        return [f for f in self.facts if f.user_id == user_id]
+
+    @property
+    def nothing(self) -> bool:
+        return not self.facts and not self.points
+
+
+@dataclass(frozen=True)
 class Point:
     """One point of an episode, with the messages it was made from (their ids and authors, in order)."""
 

@@ -51,6 +51,7 @@ from bot.memory.models import (
     NewFact,
     Operation,
     PendingChannel,
+    Taught,
 )
 
 T = TypeVar("T", bound=pydantic.BaseModel)
@@ -379,10 +380,21 @@ class Storage(Protocol):
         one of their messages goes too, and forgetting everything, every one with a message of the person."""
         ...
 
-    def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
+    def forget_message(
+        self,
+        message_id: str,
+        *,
+        community_only: bool = False,
+        actor: str = "system",
+        why: str = "source deleted",
+    ) -> list[tuple[str, str, int]]:
         """A source message was deleted: forget what holds its words, every community fact (with its
-        history) and episode made from it included; (scope, user_id, fact_id) of each fact, user_id
-        COMMUNITY_ID for community facts."""
+        history) and episode made from it included (`community_only`: those alone); (scope, user_id,
+        fact_id) of each fact, user_id COMMUNITY_ID for community facts."""
+        ...
+
+    def taught_by(self, message_id: str) -> Taught:
+        """What `forget_message` would take: the facts holding the message's words, and its episode points."""
         ...
 
     def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:

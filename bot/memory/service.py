@@ -39,6 +39,7 @@ from bot.memory.models import (
     GuildSettings,
     NewFact,
     Origin,
+    Taught,
     guild_scope,
     iso,
     utcnow,
@@ -284,9 +285,33 @@ class MemoryService:
                     raise
                 log.warning("forgetting deleted message %s failed; trying again", message_id, exc_info=True)
                 await asyncio.sleep(1.0)
-        for (scope, user_id), count in Counter((scope, user_id) for scope, user_id, _ in removed).items():
-            self._emit(Forgotten(scope, user_id, count, reason="source deleted"))  # one line per person
+        self._forgotten_from(removed, actor=None, reason="source deleted")
         return len(removed)
+
+    async def taught_by(self, message_id: str) -> Taught:
+        """What a message taught (its facts, the community's, its episode points), before forgetting it."""
+        return await self.store.call(Storage.taught_by, message_id)
+
+    async def forget_taught(self, message_id: str, *, actor: str, community_only: bool = False) -> int:
+        """Forget what a message taught at someone's request; how many facts went.
+
+        Its author takes back everything, as deleting it would, and it is not learned later either (it
+        leaves the buffer). An admin's request on someone else's message (`community_only`) takes back
+        only what the server's memory made of it: the author's own facts stay theirs to forget.
+        """
+        if not community_only:
+            self.capture_buffer.delete(message_id)
+        why = "forgotten from the message"
+        removed = await self.store.call(
+            Storage.forget_message, message_id, community_only=community_only, actor=actor, why=why
+        )
+        self._forgotten_from(removed, actor=actor, reason="what one message taught")
+        return len(removed)
+
+    def _forgotten_from(self, removed: list[tuple[str, str, int]], *, actor: str | None, reason: str) -> None:
+        """One admin-log event per person whose facts went with a message."""
+        for (scope, user_id), count in Counter((scope, user_id) for scope, user_id, _ in removed).items():
+            self._emit(Forgotten(scope, user_id, count, actor=actor, reason=reason))
 
     # ---- flushing --------------------------------------------------------------------------------------
 

@@ -223,7 +223,7 @@ class Gateway(StandInState):
             "features": [],
             "mfa_level": 0,
             "application_id": None,
-            "system_channel_id": None,
+            "system_channel_id": None if guild.system_channel_id is None else str(guild.system_channel_id),
             "system_channel_flags": 0,
             "rules_channel_id": None,
             "vanity_url_code": None,

@@ -6,7 +6,7 @@ Whatever is added while a bot is connected reaches it as the gateway event Disco
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from standins.discord.gateway import Gateway
@@ -35,12 +35,16 @@ class GuildSetup(Gateway):
         with_thread: bool = True,
         owner: dict[str, Any] | None = None,
         offline_members: int = 0,
+        system_channel: str | None = None,
+        overwrites: Mapping[str, Sequence[dict[str, Any]]] | None = None,
     ) -> Guild:
         """Add a guild with text channels, a public thread in the first one, roles and the bot as a member.
 
         The owner is `owner` or a new user named "<name>-owner". Added after the bot connected, the guild
         is sent as GUILD_CREATE. `offline_members` makes it a large guild whose GUILD_CREATE lacks that
-        many members, which a client must request (op 8) if it wants the whole list."""
+        many members, which a client must request (op 8) if it wants the whole list. `system_channel` names
+        the channel Discord posts join messages in; `overwrites` gives channels (by name) permission
+        overwrites (`model.overwrite`) from the start, as a server the bot joins already has them."""
         guild_id = self._snowflake()
         if owner is None:
             owner = self._new_user(f"{name}-owner")
@@ -71,7 +75,11 @@ class GuildSetup(Gateway):
         for position, channel_name in enumerate(channels):
             channel_id = self._snowflake()
             guild.channels[channel_name] = channel_id
-            self._add_channel(text_channel_payload(channel_id, guild_id, channel_name, position), guild_id)
+            payload = text_channel_payload(channel_id, guild_id, channel_name, position)
+            payload["permission_overwrites"] = list((overwrites or {}).get(channel_name, ()))
+            self._add_channel(payload, guild_id)
+        if system_channel is not None:
+            guild.system_channel_id = guild.channels[system_channel]
         if with_thread and guild.channels:
             parent = next(iter(guild.channels.values()))
             guild.thread_id = self._snowflake()

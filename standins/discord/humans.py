@@ -1,7 +1,8 @@
 """The humans' side of the Discord stand-in: what tests make people do, sent to the bot as Discord would.
 
 People post, reply, edit, delete and DM (MESSAGE_CREATE / UPDATE / DELETE), run slash commands and
-autocomplete them, click buttons, pick from selects and submit modals (INTERACTION_CREATE). Each
+autocomplete them, run message commands, click buttons, pick from selects and submit modals
+(INTERACTION_CREATE). Each
 interaction returns the `InteractionRecord` on which the bot's answers are recorded.
 """
 
@@ -126,6 +127,29 @@ class Humans(Cdn, Gateway):
             2, author, name, guild_id, channel_id, options, subcommand, group, focused=None
         )
 
+    async def invoke_message_command(
+        self, author: dict[str, Any], name: str, message: dict[str, Any] | int
+    ) -> InteractionRecord:
+        """A human picks a message command (Apps, in a message's menu): INTERACTION_CREATE type 2 whose
+        data has type 3, the message as `target_id` and, in `resolved.messages`, the message itself."""
+        message_id = int(message if isinstance(message, int) else message["id"])
+        stored = self.messages.get(message_id)
+        if stored is None or stored.deleted or stored.ephemeral:
+            raise KeyError(f"message {message_id} is unknown, deleted or ephemeral")
+        guild = self.guild_of(stored.channel_id)
+        guild_id = guild.id if guild is not None else None
+        command, command_guild = self._find_command(name, guild_id, kind=3)
+        data: dict[str, Any] = {
+            "id": command["id"] if command else str(self._snowflake()),
+            "name": name,
+            "type": 3,
+            "target_id": str(message_id),
+            "resolved": {"messages": {str(message_id): self._render(stored)}},
+        }
+        if command_guild is not None:
+            data["guild_id"] = str(command_guild)
+        return await self._start_interaction(2, author, data, guild_id, stored.channel_id)
+
     async def autocomplete(
         self,
         author: dict[str, Any],
@@ -248,14 +272,14 @@ class Humans(Cdn, Gateway):
             data["resolved"] = resolved
         return await self._start_interaction(kind, author, data, guild_id, channel_id)
 
-    def _find_command(self, name: str, guild_id: int | None) -> tuple[dict[str, Any] | None, int | None]:
-        if guild_id is not None:
-            for cmd in self.synced_commands.get(guild_id, []):
-                if cmd["name"] == name and cmd.get("type", 1) == 1:
-                    return cmd, guild_id
-        for cmd in self.synced_commands.get(None, []):
-            if cmd["name"] == name and cmd.get("type", 1) == 1:
-                return cmd, None
+    def _find_command(
+        self, name: str, guild_id: int | None, *, kind: int = 1
+    ) -> tuple[dict[str, Any] | None, int | None]:
+        """The synced command of this name and type (1 slash, 3 message), the guild's before the global."""
+        for where in (guild_id, None) if guild_id is not None else (None,):
+            for cmd in self.synced_commands.get(where, []):
+                if cmd["name"] == name and cmd.get("type", 1) == kind:
+                    return cmd, where
         return None, None
 
     def _build_options(

@@ -201,6 +201,7 @@ class Guild:
     roles: list[dict[str, Any]] = field(default_factory=list)
     members: dict[int, Member] = field(default_factory=dict)
     offline_members: int = 0  # counted in member_count but not sent: a "large" guild, as Discord sends one
+    system_channel_id: int | None = None  # where Discord posts join messages (and bots often greet)
 
     @property
     def everyone_role_id(self) -> int:

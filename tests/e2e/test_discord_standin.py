@@ -13,6 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from standins.discord import DiscordStandIn, Guild, run_bot
+from standins.discord.model import SEND_MESSAGES, overwrite
 
 pytestmark = pytest.mark.e2e
 
@@ -83,7 +84,16 @@ class TinyBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         await self.add_cog(self.cog)
+        self.tree.add_command(app_commands.ContextMenu(name="Quote this message", callback=quote))
         await self.tree.sync()
+
+
+async def quote(interaction: discord.Interaction, message: discord.Message) -> None:
+    """A message command: what discord.py read of the message it was run on."""
+    where = "guild" if message.guild is not None else "dm"
+    await interaction.response.send_message(
+        f"{message.author.name} in {where} #{message.channel.id}: {message.content}", ephemeral=True
+    )
 
 
 class World:
@@ -203,7 +213,7 @@ async def test_commands_synced_and_hello_button(world: World) -> None:
     standin, guild = world.standin, world.guild
     sync = await standin.wait_for_request(lambda r: r.method == "PUT" and r.path.endswith("/commands"))
     assert sync.path == f"/applications/{standin.application_id}/commands"
-    assert {c["name"] for c in standin.synced_commands[None]} == {"hello", "fruit"}
+    assert {c["name"] for c in standin.synced_commands[None]} == {"hello", "fruit", "Quote this message"}
 
     inter = await standin.invoke_command(world.alice, "hello", guild_id=guild.id)
     callback = await inter.wait_response()
@@ -382,3 +392,50 @@ async def test_content_hidden_without_message_content_intent() -> None:
             await standin.send_dm(alice, "in private")
             await standin._changes.wait_until(lambda: len(seen) >= 3 or None, 5)
         assert [m.content for m in seen] == ["", f"<@{standin.bot_id}> hey you", "in private"]
+
+
+async def test_message_command_on_a_message(world: World) -> None:
+    standin = world.standin
+    synced = {(c["name"], c["type"]) for c in standin.synced_commands[None]}
+    assert ("Quote this message", 3) in synced  # a message command keeps its capitals and spaces
+    said = await standin.send_message(world.guild.channels["random"], world.bob, "the tea is ready")
+    inter = await standin.invoke_message_command(world.alice, "Quote this message", said)
+    assert inter.payload["data"]["target_id"] == said["id"]
+    body = await inter.wait_response()
+    assert body["data"]["content"] == f"bob in guild #{world.guild.channels['random']}: the tea is ready"
+    assert body["data"]["flags"] & 64
+    dm = await standin.send_dm(world.bob, "a private note")
+    answered = await (
+        await standin.invoke_message_command(world.bob, "Quote this message", dm)
+    ).wait_response()
+    assert answered["data"]["content"] == f"bob in dm #{dm['channel_id']}: a private note"
+    with pytest.raises(KeyError):
+        await standin.invoke_message_command(world.bob, "Quote this message", 12345)
+
+
+async def test_a_joined_guild_names_its_system_channel_and_its_overwrites(world: World) -> None:
+    standin, bot = world.standin, world.bot
+    muted = overwrite(standin.bot_id, member=True, deny=SEND_MESSAGES)
+    later = standin.add_guild("later-guild", system_channel="random", overwrites={"random": [muted]})
+    guild = await bot.wait_for("guild_join", check=lambda g: g.id == later.id, timeout=5)
+    assert guild.system_channel is not None and guild.system_channel.id == later.channels["random"]
+    assert not guild.system_channel.permissions_for(guild.me).send_messages
+    assert guild.get_channel(later.channels["general"]).permissions_for(guild.me).send_messages
+    plain = standin.add_guild("plain-guild")
+    assert (
+        await bot.wait_for("guild_join", check=lambda g: g.id == plain.id, timeout=5)
+    ).system_channel is None
+
+
+async def test_message_command_names_are_checked_as_discord_does() -> None:
+    async with DiscordStandIn() as standin:
+        bot = commands.Bot(command_prefix="!", intents=bot_intents())
+        async with run_bot(bot, standin):
+            upsert = bot.http.bulk_upsert_global_commands
+            with pytest.raises(discord.HTTPException) as refused:  # 33 characters: Discord allows 32
+                await upsert(
+                    standin.application_id, [{"name": "Forget what you learned from this", "type": 3}]
+                )
+            assert refused.value.status == 400
+            await upsert(standin.application_id, [{"name": "Forget what you learned from it", "type": 3}])
+        assert [c["name"] for c in standin.synced_commands[None]] == ["Forget what you learned from it"]

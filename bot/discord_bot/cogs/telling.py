@@ -9,7 +9,7 @@ from discord.ext import commands
 
 from bot.discord_bot.answers import Reply, answer
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.remember_request import remember
+from bot.discord_bot.remember_request import remember_asked
 from bot.memory.models import MAX_FACT_CHARS
 
 
@@ -25,16 +25,7 @@ class Telling(commands.Cog, name="telling"):
         self, interaction: discord.Interaction, text: app_commands.Range[str, 1, MAX_FACT_CHARS]
     ) -> None:
         async def store() -> Reply:
-            return Reply(
-                await remember(
-                    self.bot.memory,
-                    user=interaction.user,
-                    guild_id=interaction.guild_id,
-                    channel=interaction.channel,
-                    text=text,
-                    source_id=interaction.id,
-                )
-            )
+            return Reply(await remember_asked(self.bot.memory, interaction, text))
 
         await answer(interaction, store())
 

@@ -40,6 +40,7 @@ from bot.memory.models import (
     NewFact,
     NewPoint,
     Operation,
+    Taught,
     guild_scope,
     iso,
     summary_of,
@@ -54,6 +55,8 @@ from bot.storage.sql.meta import check_embedding, read_meta, set_meta
 from bot.storage.sql.people import People, upsert_user
 from bot.storage.sql.rows import Owner, scalar, select, select_in, select_one
 from bot.storage.sql.search import Search
+
+SOURCE_DELETED = "source deleted"  # why a message's facts went, when nobody asked but by deleting it
 
 # What was made from messages: the community facts (`d`, id and scope) with a source (`s`) among some
 # messages or by some author (`made_from`) whose words they hold (a repeat, `confirms`, added none).
@@ -301,7 +304,14 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         self._scrub()
         return self.get_fact(fact_id)
 
-    def forget_message(self, message_id: str) -> list[tuple[str, str, int]]:
+    def forget_message(
+        self,
+        message_id: str,
+        *,
+        community_only: bool = False,
+        actor: str = "system",
+        why: str = SOURCE_DELETED,
+    ) -> list[tuple[str, str, int]]:
         """A source message was deleted: drop it from the buffer, with the bot's replies to it, and from facts.
 
         Facts that carry its words are deleted: a fact left with no source, a merged fact the message
@@ -309,17 +319,24 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         active again, because the statement that replaced them was withdrawn. Other facts only lose it
         as a source. A community fact or an episode is made of all its messages: one with this message
         among its sources is deleted whole (a community fact with its history, `_forget_made_from`).
+        `community_only` takes back only that shared memory (an admin's forget of someone else's message:
+        what the author's own facts hold stays theirs to forget); `why` says why in the events.
         Returns (scope, user_id, fact_id) of deleted facts, user_id COMMUNITY_ID for community facts.
         """
         removed: list[tuple[str, str, int]] = []
         now = iso(utcnow())
+        buffered = 0
         with self._tx():
-            buffered = self.conn.execute(
-                "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?", (message_id, message_id)
-            ).rowcount
-            made = self._forget_made_from(None, [message_id], None, why="source deleted")
-            carrying = self._facts_carrying(message_id)
-            self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
+            if not community_only:
+                buffered = self.conn.execute(
+                    "DELETE FROM pending_messages WHERE message_id = ? OR reply_to = ?",
+                    (message_id, message_id),
+                ).rowcount
+            made = self._forget_made_from(None, [message_id], None, actor=actor, why=why)
+            carrying: list[int] = []
+            if not community_only:  # after the community's facts went: the person's that hold its words
+                carrying = self._facts_carrying(message_id)
+                self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
             for fid in carrying:
                 row = select_one(
                     self.conn, "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
@@ -347,7 +364,8 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
                             (row["superseded_by"], status, old["id"]),
                         )
                 self._delete_facts([fid])
-                self._event(None, scope, user_id, "forgotten", {"count": 1, "source_deleted": True})
+                cause = {"source_deleted": True} if why == SOURCE_DELETED else {"made_from": why}
+                self._event(None, scope, user_id, "forgotten", {"count": 1, **cause}, actor)
                 removed.append((scope, user_id, fid))
         if removed or made.facts or made.episodes or buffered:
             self._scrub()
@@ -357,6 +375,19 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
         """Reclaim the space of what was deleted since the last call, where the backend keeps it after a
         delete (PostgreSQL's dead tuples); whether it did. SQLite's deletes are scrubbed as they happen."""
         return False
+
+    def taught_by(self, message_id: str) -> Taught:
+        """What forgetting this message would take (`forget_message`): the facts holding its words, a
+        person's and the community's, and the episode points made from it."""
+        own = self._facts_carrying(message_id)
+        community = made_from(self.conn, COMMUNITY_FACTS_BY_SOURCE, None, [message_id], None)
+        facts = [self.get_fact(fid) for fid in dict.fromkeys([*own, *community])]
+        points = scalar(
+            self.conn,
+            "SELECT count(DISTINCT point_id) FROM point_sources WHERE message_id = ?",
+            (message_id,),
+        )
+        return Taught(tuple(f for f in facts if f is not None), int(points or 0))
 
     def learned_from(self, message_id: str) -> bool:
         """Whether anything stored was made from this message: a fact's or an episode's source."""

@@ -188,6 +188,8 @@ def _validate_commands(commands: list[dict[str, Any]]) -> dict[str, Any] | None:
             problem = _validate_chat_input(command, f"{index}")
             if problem is not None:
                 return problem
+        elif not 1 <= len(name) <= 32:  # a user or message command: any case and spaces, as long
+            return field_error(f"{index}.name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length.")
     return None
 
 
