@@ -67,7 +67,7 @@ SINCE_EXAMPLES = (
 )
 _COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "two": 2, "three": 3, "four": 4, "five": 5,
                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
-_COUNT = r"\d{1,9}|a couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_COUNT = r"\d+|a couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1),
           "week": timedelta(weeks=1)}  # fmt: skip
 # "3 days", "the last 2 weeks", "past 36 hours", "a week": back from now; "3 days ago" names that day.
