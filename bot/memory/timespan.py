@@ -2,6 +2,10 @@
 "what did we talk about yesterday?" is answered from that day's episodes whatever their topic.
 
 English phrases only, in UTC days; a question naming no span gets None and is answered by topic.
+
+`since_start` reads where a span starts when a person types it (the recap's `since`): stricter, since
+what it cannot read is refused with examples (`SINCE_EXAMPLES`) and what it read is said back
+(`said_start`), never guessed.
 """
 
 from __future__ import annotations
