@@ -11,7 +11,7 @@ from bot.memory.ports import ChatTool, ChatTurn
 
 CHAT_MEMORY_PREAMBLE = (
     "The block below holds background data about the people in this conversation, gathered from what "
-    "they said earlier, and in a server what the community decided (<community>, newest first: when two "
+    "they said earlier (each fact with the day it was said), and in a server what the community decided (<community>, newest first: when two "
     'disagree, the newer one holds; a fact with voice="server" is the server\'s own rule or decision, one '
     "with said_by is only that member's word: say who said it, never present it as the server's) and what "
     "its conversations were about (<episodes>, point by point, with their channel, time and the message "

@@ -227,9 +227,9 @@ def compact_answer(
 
 
 def full_answer(person: Participant, facts: Sequence[Fact]) -> dict[str, Any]:
-    """The full texts of the facts asked for, with when they were recorded, within FULL_TOKEN_BUDGET."""
+    """The full texts of the facts asked for, with the day each was said, within FULL_TOKEN_BUDGET."""
     entries, left_out = budgeted(
-        [{"id": f.id, "text": f.text, "recorded": f.recorded_at[:10]} for f in facts], FULL_TOKEN_BUDGET
+        [{"id": f.id, "text": f.text, "said": f.said[:10]} for f in facts], FULL_TOKEN_BUDGET
     )
     answer: dict[str, Any] = {"person": person.name, "facts": entries}
     if left_out:

@@ -28,6 +28,20 @@ def is_discord_id(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+DISCORD_EPOCH_MS = 1_420_070_400_000  # 2015-01-01: where the time in a Discord id counts from
+
+
+def discord_id_time(message_id: str) -> str | None:
+    """When a Discord message was sent, from the time its id carries (ISO, as `iso` writes it); None for
+    an id that is not a Discord one (a terminal's, an MCP client's) or carries no plausible time."""
+    if not is_discord_id(message_id) or not 17 <= len(message_id) <= 19:
+        return None
+    ms = (int(message_id) >> 22) + DISCORD_EPOCH_MS
+    if ms > utcnow().timestamp() * 1000:
+        return None
+    return iso(datetime.fromtimestamp(ms / 1000, UTC))
+
+
 def positive_number(text: str) -> int | None:
     """A whole number of at least 1 that fits a database integer (64-bit), such as a fact id; None for
     anything else ('0', '-3', '١', '99999999999999999999')."""
@@ -119,10 +133,18 @@ class Fact:
     updated_at: str
     retrieval_count: int
     sources: tuple[Source, ...] = ()
+    # When its words were said (the newest source message's time), which may be long before it was learned
+    # (`recorded_at`): a fact imported or caught up late. None only for a fact never stored.
+    said_at: str | None = None
     sensitive: bool = False
     # A community fact made only from messages of people who could decide for the server where they said
     # it (a rule, a decision) speaks as the server; any other is its authors' word (`authors`).
     speaks_for_server: bool = False
+
+    @property
+    def said(self) -> str:
+        """When the fact was said, else (never stored) when it was learned."""
+        return self.said_at or self.recorded_at
 
     @property
     def source_message_ids(self) -> tuple[str, ...]:
@@ -316,6 +338,8 @@ class NewFact:
     origins: dict[str, Origin] = field(default_factory=dict)  # where sources not in the buffer were said
     sensitive: bool = False  # kept only because its owner asked; used only in replies to them
     speaks_for_server: bool = False  # a community fact made only of lines of people who decide there
+    # When it was said; None: storage takes its buffered messages' time, else their Discord ids', else now.
+    said_at: str | None = None
 
 
 @dataclass

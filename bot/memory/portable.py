@@ -1,9 +1,10 @@
 """Facts as portable JSON: what `/memory export` hands a person and `facts export` writes for `facts import`,
 and the reading of such a file back, one line at a time.
 
-A record carries where the fact was learned (its sources with their channels), so that moving to
-another instance keeps each fact with the audience it was told to; a fact without sources is treated
-on import as learned in the most private place, like any fact whose origin is unknown.
+A record carries where the fact was learned (its sources with their channels) and when it was said
+(`said_at`), so that moving to another instance keeps each fact with the audience it was told to and
+its day; a fact without sources is treated on import as learned in the most private place, like any
+fact whose origin is unknown.
 """
 
 from __future__ import annotations
@@ -11,10 +12,20 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.memory.models import MAX_FACT_CHARS, Fact, NewFact, Origin, is_discord_id, valid_scope
+from bot.memory.models import (
+    MAX_FACT_CHARS,
+    Fact,
+    NewFact,
+    Origin,
+    discord_id_time,
+    is_discord_id,
+    iso,
+    valid_scope,
+)
 from bot.memory.text import clean, worth_reading
 
 
@@ -33,6 +44,7 @@ def fact_record(fact: Fact, user_name: str = "") -> dict[str, Any]:
         "status": str(fact.status),
         "superseded_by": fact.superseded_by,
         "sensitive": fact.sensitive,
+        "said_at": fact.said_at,
         "recorded_at": fact.recorded_at,
         "updated_at": fact.updated_at,
         "valid_from": fact.valid_from,
@@ -150,6 +162,20 @@ def _text_field(item: dict[str, Any]) -> str:
     return text
 
 
+def _time_field(item: dict[str, Any], name: str) -> str | None:
+    """A record's time (ISO date or date and time, UTC unless it says otherwise) as `iso` writes it."""
+    value = item.get(name)
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValueError(f"'{name}' must be an ISO date or time, such as 2026-11-25T18:30:00Z")
+    return iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+
+
 def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]:
     """Parse a JSONL import file into (line number, fact); bad lines are reported by number, good ones kept."""
     facts: list[tuple[int, NewFact]] = []
@@ -167,9 +193,13 @@ def read_import_lines(path: Path) -> tuple[list[tuple[int, NewFact]], list[str]]
             sensitive = item.get("sensitive", False)
             if not isinstance(sensitive, bool):
                 raise ValueError("'sensitive' must be true or false")
-            facts.append(
-                (number, NewFact(scope, user_id, name, text, sources, origins=origins, sensitive=sensitive))
+            said_at = _time_field(item, "said_at")
+            if said_at is None and not any(map(discord_id_time, sources)):  # else storage reads the ids
+                said_at = _time_field(item, "recorded_at")  # learned then, so said no later
+            fact = NewFact(
+                scope, user_id, name, text, sources, origins=origins, sensitive=sensitive, said_at=said_at
             )
+            facts.append((number, fact))
         except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
     return facts, problems

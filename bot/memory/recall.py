@@ -189,12 +189,13 @@ def render_block(
 ) -> str:
     """The XML block; every value escaped so that a fact can never close a tag or add markup.
 
-    People's facts under `<user>`, the server's own under `<community>` (newest first: when a rule or a
-    date changed, the newer fact is the one in force), each with `voice="server"` or whose word it is
+    People's facts under `<user>`, the server's own under `<community>` (newest said first: when a rule or
+    a date changed, the newer fact is the one in force), each fact with the day it was said (`said`), each
+    community fact with `voice="server"` or whose word it is
     (`said_by`, from `authors`: names by user id), what conversations were about under `<episodes>`,
     point by point, each with a link to the message it comes from.
     """
-    community = sorted(facts.get(COMMUNITY_ID, []), key=lambda s: s.fact.recorded_at, reverse=True)
+    community = sorted(facts.get(COMMUNITY_ID, []), key=lambda s: s.fact.said, reverse=True)
     if not any(facts.get(p.user_id) for p in people) and not community and not episodes:
         return ""
     lines = ["<background_facts>"]
@@ -227,12 +228,12 @@ def render_block(
 
 
 def _fact_line(fact: Fact, who: str | None = None) -> str:
-    recorded = quoteattr(fact.recorded_at[:10])
+    said = quoteattr(fact.said[:10])  # the day it was said: yesterday's decision reads newer than last week's
     where = learned_in(fact)
     where_attr = f" learned_in={quoteattr(where)}" if where else ""
     if fact.user_id == COMMUNITY_ID:
         where_attr += f" said_by={quoteattr(xml_safe(who))}" if who else ' voice="server"'
-    return f'    <fact id="{fact.id}" recorded={recorded}{where_attr}>{escape(xml_safe(fact.text))}</fact>'
+    return f'    <fact id="{fact.id}" said={said}{where_attr}>{escape(xml_safe(fact.text))}</fact>'
 
 
 Hits = tuple[list[tuple[Fact, float]], list[Fact]]

@@ -17,6 +17,7 @@ from bot.discord_bot.cogs.memory_commands import RECAP_IN_DMS, RECAP_MEMORY_OFF,
 from bot.discord_bot.error_replies import NEED_MANAGE_SERVER
 from bot.discord_bot.ui.confirm import NOTHING_FORGOTTEN
 from bot.memory.models import COMMUNITY_ID, COMMUNITY_NAME, NewFact, Origin, utcnow
+from bot.memory.timespan import said_start
 from standins.discord import InteractionRecord
 from tests.e2e import world as world_module
 from tests.e2e.test_e2e_commands import EPHEMERAL, buttons, click, message, stall_store
@@ -36,6 +37,12 @@ def scope(w: World) -> str:
 
 def backend() -> str:
     return "sqlite" if isinstance(world_module.database, (Path, type(None))) else "postgres"
+
+
+def midnight(days_back: int) -> str:
+    """The start of the day `days_back` days ago, as a recap says it ("Wed 26 Nov, 00:00 UTC")."""
+    now = utcnow()
+    return said_start((now - timedelta(days=days_back)).replace(hour=0, minute=0, second=0), now)
 
 
 def heads(content: str) -> list[tuple[str, str, str]]:
@@ -113,7 +120,9 @@ async def test_recap_shows_only_the_channels_the_caller_can_read_newest_first_wi
         [cats] = await episode_in(w, random, (w.carol, "Cat pictures belong in this channel only"))
 
         _, seen_by_carol = await recap(w, w.carol)
-        assert seen_by_carol.startswith("**What was discussed since <t:")
+        assert re.match(
+            r"\*\*What was discussed since \w{3} \d{1,2} \w{3}, \d\d:\d\d UTC\*\*\n", seen_by_carol
+        )
         assert heads(seen_by_carol) == [
             ("", str(random), link(w, random, cats)),
             ("", str(w.general), link(w, w.general, general[0])),  # where it began: its first message
@@ -156,13 +165,19 @@ async def test_recap_since_filters_by_time_and_a_phrase_it_cannot_read_gets_a_cl
         await episode_in(w, w.general, (w.alice, "The library meetup was great fun"))
         _, today = await recap(w, w.carol, since="yesterday")
         assert "library meetup" in today
+        # The answer says the span it understood: "the day before yesterday" is not yesterday.
+        assert f"since {midnight(1)}**" in today
+        _, two_before = await recap(w, w.carol, since="the day before yesterday")
+        assert f"since {midnight(2)}**" in two_before
 
         # Ten days on: the default week no longer reaches it, "10 days ago" does, "yesterday" does not.
         live = w.bot.extensions["bot.discord_bot.cogs.memory_commands"]  # the module the bot loaded
         moved = utcnow() + timedelta(days=10)
         monkeypatch.setattr(live, "utcnow", lambda: moved)
         _, default = await recap(w, w.carol)
-        assert heads(default) == [] and default.startswith("I remember no conversation since <t:")
+        assert heads(default) == [] and default.startswith(
+            f"I remember no conversation since {said_start(moved - timedelta(days=7), moved)}"
+        )
         _, back_then = await recap(w, w.carol, since="10 days ago")
         assert "library meetup" in back_then
         _, yesterday = await recap(w, w.carol, since="yesterday")
@@ -170,6 +185,12 @@ async def test_recap_since_filters_by_time_and_a_phrase_it_cannot_read_gets_a_cl
 
         _, unread = await recap(w, w.carol, since="when the moon was blue")
         assert unread == UNKNOWN_SINCE.format(since="when the moon was blue")
+        assert "2 weeks" in unread and "2026-11-20" in unread  # it shows what it can read
+        _, two_weeks = await recap(w, w.carol, since="2 weeks")
+        assert (
+            "library meetup" in two_weeks
+            and f"since {said_start(moved - timedelta(weeks=2), moved)}" in two_weeks
+        )
 
 
 # Seven talks about nothing in common: each flush makes an episode of its own (a talk that goes on about

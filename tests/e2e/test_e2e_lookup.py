@@ -95,7 +95,7 @@ async def test_a_lookup_round_trip_returns_only_what_the_audience_rules_allow(tm
         [again] = function_parts(requests[2], "functionCall")[-1:]
         assert again["args"]["ids"] == str(dog.id)
         [full] = responses(requests[2])[-1:]
-        assert full["facts"] == [{"id": dog.id, "text": dog.text, "recorded": dog.recorded_at[:10]}]
+        assert full["facts"] == [{"id": dog.id, "text": dog.text, "said": dog.said_at[:10]}]
         assert reply == f"From memory: {dog.text}"
         said = json.dumps([responses(r) for r in requests])
         assert "Wave" not in said and "100k" not in said

@@ -101,7 +101,7 @@ async def test_a_members_rule_is_served_as_their_word_and_an_admins_as_the_serve
         await w.flush()
         block = block_of(await ask(w, w.general, w.carol, "what are the rules about selling and pizza?"))
         assert re.search(
-            r'<fact id="\d+" recorded="[^"]+" learned_in="[^"]+" voice="server">Rule: no selling', block
+            r'<fact id="\d+" said="[^"]+" learned_in="[^"]+" voice="server">Rule: no selling', block
         )
         assert re.search(r'said_by="bob">Server rule: the admins must buy everyone pizza', block)
         assert 'voice="server">Server rule' not in block

@@ -73,7 +73,7 @@ async def test_a_lookup_answers_under_the_replys_audience_and_only_for_people_pr
         {
             "id": bees,
             "text": "Alice keeps bees on her roof in the old town of Porto and sells the honey at the market",
-            "recorded": full["facts"][0]["recorded"],
+            "said": full["facts"][0]["said"],
         }
     ]
     # Facts the block already showed are not repeated; the model is told where they are.

@@ -170,7 +170,7 @@ def test_xml_block_escapes_everything_and_parses() -> None:
     [user] = list(root)
     assert user.tag == "user" and user.get("id") == "42" and user.get("name") == 'Eve "the" <admin> & co'
     [fact_el] = list(user)
-    assert fact_el.get("id") == "7" and fact_el.get("recorded") == "2026-11-01"
+    assert fact_el.get("id") == "7" and fact_el.get("said") == "2026-11-01"
     assert fact_el.text == nasty.replace("\x00", "").replace("\x07", "")
     assert list(fact_el) == []  # the injected markup stayed text
     assert render_block(people, {}) == ""

@@ -19,7 +19,7 @@ from bot.discord_bot.adminlog import plural
 from bot.discord_bot.answers import Reply, answer
 from bot.discord_bot.channel_option import NOT_A_CATEGORY, ChannelOption
 from bot.discord_bot.client import MemoryBot
-from bot.discord_bot.discord_text import discord_time, display_name, speaker_name
+from bot.discord_bot.discord_text import display_name, speaker_name
 from bot.discord_bot.ui.confirm import ConfirmView
 from bot.discord_bot.ui.fact_entries import fact_choices
 from bot.discord_bot.ui.forgetting import forget_all, forget_all_question, forgot_text
@@ -27,7 +27,7 @@ from bot.discord_bot.ui.listings import EpisodesPager, FactsPager
 from bot.discord_bot.visibility import may_view_facts, readable_by, readable_here
 from bot.memory.models import guild_scope, iso, utcnow
 from bot.memory.portable import fact_record
-from bot.memory.timespan import time_span
+from bot.memory.timespan import SINCE_EXAMPLES, said_start, since_start
 
 OPTOUT_TIMEOUT_SECONDS = 120.0
 RECAP_DAYS = 7  # what /memory recap covers when not told since when
@@ -41,19 +41,15 @@ RECAP_COMMUNITY_OFF = (
     "I don't keep recaps of what channels talk about (community memory is off for this bot)."
 )
 RECAP_MEMORY_OFF = "Memory is off in this server, so I keep no recap of what was discussed here."
-UNKNOWN_SINCE = (
-    "I can't tell when “{since}” is: try yesterday, this week, last week, last month, "
-    "in October or 3 days ago."
-)
+UNKNOWN_SINCE = "I can't read “{since}” as a time in the past. Try, in English: " + SINCE_EXAMPLES + "."
 
 
 def recap_start(since: str | None, now: datetime) -> datetime | None:
-    """Where a recap starts: the beginning of the span `since` names ("yesterday", "last week",
-    "October", "3 days ago"), or RECAP_DAYS ago; None when it names none."""
+    """Where a recap starts: where `since` says ("2 weeks", "yesterday", "Monday", "20 Nov"), or
+    RECAP_DAYS ago; None when it cannot be read."""
     if since is None:
         return now - timedelta(days=RECAP_DAYS)
-    span = time_span(f"since {since}", now)  # "since" lets a bare month ("October") name its span
-    return None if span is None else span[0]
+    return since_start(since, now)
 
 
 class MemoryCommands(commands.Cog, name="memory"):
@@ -216,7 +212,7 @@ class MemoryCommands(commands.Cog, name="memory"):
     @memory_group.command(name="recap", description="What was discussed, in the channels you can read")
     @app_commands.describe(
         channel="Only this channel (and its threads); leave empty for every channel you can read",
-        since="From when: yesterday, this week, last week, October, 3 days ago (default: the last 7 days)",
+        since="From when: 3 days, 2 weeks, yesterday, Monday, 20 Nov, 2026-11-20 (default: the last 7 days)",
     )
     async def recap(
         self,
@@ -225,14 +221,15 @@ class MemoryCommands(commands.Cog, name="memory"):
         since: app_commands.Range[str, 1, 100] | None = None,
     ) -> None:
         refusal = self._no_recap(interaction, channel)
-        start = recap_start(since, utcnow())
+        now = utcnow()
+        start = recap_start(since, now)
         if refusal is None and start is None:
             refusal = UNKNOWN_SINCE.format(since=discord.utils.escape_markdown(since or ""))
         if refusal is not None or start is None:
             await interaction.response.send_message(refusal, ephemeral=True)
             return
         where = "" if channel is None else f" in {channel.mention}"
-        when = discord_time(iso(start), "D")
+        when = said_start(start, now)
         await EpisodesPager(
             interaction,
             self.bot.memory,

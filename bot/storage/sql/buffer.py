@@ -51,14 +51,24 @@ def buffered_source(conn: Database, message_id: str) -> tuple[Origin | None, str
     return (origin_from(row), row["author_id"]) if row else (None, None)
 
 
+def buffered_times(conn: Database, message_ids: Iterable[str]) -> dict[str, str]:
+    """When each of these messages that is still buffered was sent (one that left the buffer is absent)."""
+    return _buffered(conn, message_ids, "created_at")
+
+
 def buffered_authors(conn: Database, message_ids: Iterable[str]) -> dict[str, str]:
     """The author of each of these messages that is still buffered (one that left the buffer is absent)."""
+    return _buffered(conn, message_ids, "author_id")
+
+
+def _buffered(conn: Database, message_ids: Iterable[str], column: str) -> dict[str, str]:
+    """One column of each of these messages that is still buffered, by message id."""
     rows = select_in(
         conn,
-        "SELECT message_id, author_id FROM pending_messages WHERE message_id IN ({marks})",
+        f"SELECT message_id, {column} FROM pending_messages WHERE message_id IN ({{marks}})",
         list(message_ids),
     )
-    return {r["message_id"]: r["author_id"] for r in rows}
+    return {r["message_id"]: r[column] for r in rows}
 
 
 def buffered_texts(conn: Database, message_ids: Iterable[str]) -> dict[str, str | None]:

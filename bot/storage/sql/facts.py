@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.memory.models import COMMUNITY_ID, Fact, FactStatus, NewFact, iso, utcnow
-from bot.storage.sql.buffer import buffered_source
+from bot.memory.models import COMMUNITY_ID, Fact, FactStatus, NewFact, discord_id_time, iso, utcnow
+from bot.storage.sql.buffer import buffered_source, buffered_times
 from bot.storage.sql.database import Connected
 from bot.storage.sql.rows import (
     FACT_COLUMNS,
@@ -129,7 +129,7 @@ class Facts(Connected):
         self._check_width(embedding)
         [new_id] = self.conn.execute(
             "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive, "
-            "speaks_for_server) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "speaks_for_server, said_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 fact.scope,
                 fact.user_id,
@@ -139,6 +139,7 @@ class Facts(Connected):
                 now,
                 int(fact.sensitive),
                 int(fact.speaks_for_server),
+                min(self._said_at(fact) or now, now),
             ),
         ).fetchone()
         fact_id = int(new_id)
@@ -155,6 +156,16 @@ class Facts(Connected):
         self._index_words(fact_id, fact.scope, fact.user_id, text)
         self._add_sources(fact_id, fact, confirms=False)
         return fact_id
+
+    def _said_at(self, fact: NewFact) -> str | None:
+        """When a new fact was said: as given (an import's record), else its newest buffered message's
+        time, else the time its newest Discord message id carries; None when none is known (then: now)."""
+        if fact.said_at is not None:
+            return fact.said_at
+        buffered = buffered_times(self.conn, fact.source_message_ids)
+        if buffered:
+            return max(buffered.values())
+        return max(filter(None, map(discord_id_time, fact.source_message_ids)), default=None)
 
     def _add_sources(self, fact_id: int, fact: NewFact, *, confirms: bool) -> None:
         """Record which messages a fact comes from, where each was said and who said it; `confirms`: they

@@ -30,7 +30,7 @@ M = TypeVar("M")
 
 FACT_COLUMNS = (
     "f.id, f.scope, f.user_id, f.text, f.status, f.superseded_by, f.valid_from, f.recorded_at, "
-    "f.updated_at, f.retrieval_count, f.sensitive, f.speaks_for_server"
+    "f.updated_at, f.retrieval_count, f.sensitive, f.speaks_for_server, f.said_at"
 )
 EPISODE_COLUMNS = (
     "e.id, e.scope, e.channel_id, e.parent_channel_id, e.private_thread, e.summary, e.started_at, "
