@@ -89,7 +89,9 @@ def build_server(session: Session, settings: Settings) -> MCPServer[Any]:
             Any,
             Field(
                 json_schema_extra=schema(
-                    "string", "2026-05-01, yesterday, last week, October, 3 days ago", maxLength=100
+                    "string",
+                    "2026-05-01, 2 weeks, yesterday, Monday, last week, October, 3 days ago",
+                    maxLength=100,
                 )
             ),
         ] = None,

@@ -27,7 +27,7 @@ from bot.memory.lookup import find_person
 from bot.memory.models import TERMINAL_SCOPE, guild_id_of, is_discord_id, iso, utcnow
 from bot.memory.recall import Audience, Participant
 from bot.memory.service import MemoryService
-from bot.memory.timespan import time_span
+from bot.memory.timespan import SINCE_EXAMPLES, since_start
 
 log = logging.getLogger(__name__)
 LOG_EVERY = 60.0  # seconds between two admin-log lines of one tool's calls in a session
@@ -168,8 +168,8 @@ class Session:
 
 
 def since_of(phrase: str | None) -> str | None:
-    """The ISO start of `since`: an ISO date or time, or a phrase ("yesterday", "last week", "October",
-    "3 days ago"); None when not given."""
+    """The ISO start of `since`: an ISO date or time, or a phrase /memory recap reads ("2 weeks",
+    "yesterday", "Monday", "20 Nov"); None when not given."""
     if phrase is None or not phrase.strip():
         return None
     text = phrase.strip()
@@ -179,13 +179,10 @@ def since_of(phrase: str | None) -> str | None:
     except OverflowError:  # "9999-12-31T23:59-14:00" is past the last day a time can hold in UTC
         raise ConsultError(f"since={text[:40]!r} is out of range: give a date such as 2026-05-01") from None
     except ValueError:
-        span = time_span(f"since {text}", utcnow())
-        if span is None:
-            raise ConsultError(
-                f"cannot read since={text!r}: give a date (2026-05-01) or yesterday, this week, last week, "
-                "a month (October) or N days ago"
-            ) from None
-        moment = span[0]
+        start = since_start(text, utcnow())  # the forms /memory recap reads, refused alike
+        if start is None:
+            raise ConsultError(f"cannot read since={text[:40]!r}: try {SINCE_EXAMPLES}") from None
+        moment = start
     return iso(moment if moment.tzinfo is not None else moment.replace(tzinfo=utcnow().tzinfo))
 
 
