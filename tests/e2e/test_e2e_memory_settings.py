@@ -122,6 +122,11 @@ async def test_memory_off_for_replies_keeps_a_persons_facts_out_of_the_prompt_bu
         await lisbon(w)
         answer = await settings(w, w.alice, use_in_replies=False)
         assert "Use what I remember about you in replies: **off**" in answer
+        status = await w.discord.invoke_command(w.alice, "memory", subcommand="status", channel_id=w.general)
+        assert (
+            "not to use what I remember about you in replies"
+            in (await status.wait_response())["data"]["content"]
+        )
         reply, _ = await ask(w, w.general, w.alice, "where do I live? Lisbon?")
         assert "alice lives in Lisbon" not in system_text(w.chat_requests()[-1])
         assert signs(reply) == []

@@ -111,6 +111,20 @@ class Admin(commands.Cog, name="admin"):
 
         await answer(interaction, apply())
 
+    async def change_channel(
+        self,
+        interaction: discord.Interaction,
+        channel: ChannelOption,
+        work: Callable[[], Awaitable[object]],
+        what: str,
+        content: str,
+    ) -> None:
+        """`change` for a setting of one channel or thread; a category is refused before anything runs."""
+        if channel.type is discord.ChannelType.category:
+            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
+            return
+        await self.change(interaction, work(), what, content)
+
     def visible_of(
         self, interaction: discord.Interaction, user: discord.abc.User
     ) -> Callable[[Fact], bool] | None:
@@ -412,12 +426,10 @@ class Admin(commands.Cog, name="admin"):
     async def _set_auto_reply(
         self, interaction: discord.Interaction, channel: ChannelOption, replies: bool
     ) -> None:
-        if channel.type is discord.ChannelType.category:
-            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
-            return
-        await self.change(
+        await self.change_channel(
             interaction,
-            self.bot.memory.set_auto_reply(str(guild_id(interaction)), str(channel.id), replies),
+            channel,
+            lambda: self.bot.memory.set_auto_reply(str(guild_id(interaction)), str(channel.id), replies),
             f"turned auto-replies {'on' if replies else 'off'} in {channel.mention}",
             f"I'll answer every message in {channel.mention}, without being mentioned."
             if replies
@@ -441,12 +453,10 @@ class Admin(commands.Cog, name="admin"):
     @admin_group.command(name="ignore", description="Never remember messages in a channel (and its threads)")
     @app_commands.describe(channel="The channel to ignore")
     async def ignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
-        if channel.type is discord.ChannelType.category:
-            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
-            return
-        await self.change(
+        await self.change_channel(
             interaction,
-            self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), True),
+            channel,
+            lambda: self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), True),
             f"turned memory off in {channel.mention}",
             f"I won't remember messages in {channel.mention}"
             + ("" if isinstance(channel, app_commands.AppCommandThread) else " (or its threads)")

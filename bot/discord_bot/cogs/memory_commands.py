@@ -367,6 +367,13 @@ class MemoryCommands(commands.Cog, name="memory"):
             if self.bot.memory.is_opted_out(scope, str(interaction.user.id))
             else "You're opted in: I may remember what you say here.",
         ]
+        own = self.bot.memory.person(scope, str(interaction.user.id))
+        if not own.in_replies:
+            lines.append(
+                "You asked me not to use what I remember about you in replies here (/memory settings)."
+            )
+        if own.notify_learned:
+            lines.append("I tell you by DM when I learn something about you here.")
         if interaction.guild_id is not None:
             settings = self.bot.memory.guild(str(interaction.guild_id))
             lines.append(
