@@ -29,7 +29,7 @@ from bot.chat.prompts import (
 )
 from bot.chat.tool_rounds import ToolHandler, answer_with_tools
 from bot.memory.lookup import LookupRequest
-from bot.memory.models import utcnow
+from bot.memory.models import PersonSettings, utcnow
 from bot.memory.ports import REPLY_CUT_NOTE, ChatModel, ChatTool, ChatTurn, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.text import cut
@@ -47,9 +47,12 @@ T = TypeVar("T")
 
 
 class ReplyMemory(Protocol):
-    """What a reply needs of memory (`MemoryService` offers it): recall, and the model's lookups."""
+    """What a reply needs of memory (`MemoryService` offers it): recall, the model's lookups, and
+    people's own settings (whose memories may serve replies)."""
 
     recall_failures: int
+
+    def person(self, scope: str, user_id: str) -> PersonSettings: ...
 
     async def recall(
         self,
@@ -101,12 +104,37 @@ class ReplyRequest:
 
 
 @dataclass(frozen=True)
+class Used:
+    """The memories a reply was given: the block's facts and episodes, and the facts the model's lookups
+    returned (ids), so that its asker can see them (each front-end says how)."""
+
+    fact_ids: tuple[int, ...] = ()
+    episode_ids: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.fact_ids or self.episode_ids)
+
+
+@dataclass(frozen=True)
 class Reply:
-    """The reply's whole text, and the calls of tools the front-end answers (remember, forget)."""
+    """The reply's whole text, the calls of tools the front-end answers (remember, forget), and the
+    memories it used."""
 
     text: str
     calls: list[ToolCall] = field(default_factory=list)
     cut: bool = False  # it ran past the reply's limit and was cut, saying so
+    used: Used = Used()
+
+
+@dataclass
+class UsedMemories:
+    """What one reply's block and lookups put in front of the model so far, in order (ids)."""
+
+    facts: dict[int, None] = field(default_factory=dict)
+    episodes: dict[int, None] = field(default_factory=dict)
+
+    def read(self) -> Used:
+        return Used(tuple(self.facts), tuple(self.episodes))
 
 
 def ready(value: T) -> Callable[[], Awaitable[T]]:
@@ -141,7 +169,9 @@ class Replier:
     async def reply(self, request: ReplyRequest, sink: ReplySink) -> Reply:
         """Stream the reply to `request` into `sink`. The model's errors (ModelError and its kinds)
         are raised for the front-end to tell in its own way; an empty text is the front-end's to judge."""
-        (system, lookup), said = await asyncio.gather(self.instruction(request), request.said())
+        request = replace(request, people=self.serving(request))
+        used = UsedMemories()
+        (system, lookup), said = await asyncio.gather(self.instruction(request, used), request.said())
         stream = answer_with_tools(
             self.model,
             system=system,
@@ -160,7 +190,7 @@ class Replier:
                     text += cut(text + piece, self.reply_max_chars)[len(text) :] + CUT_NOTE
                     await sink.add(text[shown:])
                     log.warning("a reply ran past %d characters; it was cut there", self.reply_max_chars)
-                    return Reply(text, calls, cut=True)
+                    return Reply(text, calls, cut=True, used=used.read())
                 text += piece
                 if not shown and tools and may_be_a_command(text):
                     continue  # not shown while it may be an echoed command
@@ -168,14 +198,21 @@ class Replier:
                 shown = len(text)
         if not shown and tools and (call := echoed_command(text)) is not None:
             log.info("the chat model answered with a command of the bot (%s); read as its call", call.name)
-            return Reply("", [*calls, call])
+            return Reply("", [*calls, call], used=used.read())
         if shown < len(text):
             await sink.add(text[shown:])
-        return Reply(text, calls)
+        return Reply(text, calls, used=used.read())
 
-    async def instruction(self, request: ReplyRequest) -> tuple[str, ToolHandler | None]:
+    def serving(self, request: ReplyRequest) -> list[Participant]:
+        """The people whose memories may serve the reply: not those who switched that off here."""
+        return [p for p in request.people if self.memory.person(request.scope, p.user_id).in_replies]
+
+    async def instruction(
+        self, request: ReplyRequest, used: UsedMemories | None = None
+    ) -> tuple[str, ToolHandler | None]:
         """The persona, the memory guide and the recalled block; and the handler of the model's lookups
-        under the block's audience (None when memory is off, or recall failed or was late)."""
+        under the block's audience (None when memory is off, or recall failed or was late). What the
+        block holds, and what the lookups return, is noted in `used`."""
         persona = chat_persona(request.persona, utcnow(), memory_on=request.memory_on)
         if not request.memory_on:
             return persona, None
@@ -198,10 +235,15 @@ class Replier:
             )
             log.warning("recall failed; answering without memory: %s", reason)
             return persona, None
-        lookup = self.lookup(request, audience, frozenset(recalled.fact_ids))
+        used = used if used is not None else UsedMemories()
+        used.facts.update(dict.fromkeys(recalled.fact_ids))
+        used.episodes.update(dict.fromkeys(e.id for e in recalled.episodes))
+        lookup = self.lookup(request, audience, frozenset(recalled.fact_ids), used)
         return with_recalled(persona, recalled.block), lookup
 
-    def lookup(self, request: ReplyRequest, audience: Audience, shown: frozenset[int]) -> ToolHandler:
+    def lookup(
+        self, request: ReplyRequest, audience: Audience, shown: frozenset[int], used: UsedMemories
+    ) -> ToolHandler:
         """The search_memory handler of one reply: the engine's lookup among the reply's people, under
         its audience; a failure is an answer telling the model to go on without it."""
 
@@ -209,12 +251,14 @@ class Replier:
             asked = LookupRequest.from_args(call.args)
             try:
                 async with asyncio.timeout(RECALL_DEADLINE_SECONDS):
-                    return await self.memory.search_memory(
+                    found = await self.memory.search_memory(
                         request.scope, request.people, asked, audience=audience, shown=shown
                     )
             except Exception as exc:
                 log.warning("a memory lookup failed; the reply goes on without it: %r", exc)
                 return dict(LOOKUP_FAILED)
+            used.facts.update(dict.fromkeys(f["id"] for f in found.get("facts", []) if "id" in f))
+            return found
 
         return search
 

@@ -121,12 +121,15 @@ class AudienceResolver:
 
     async def for_message(self, message: discord.Message) -> Audience:
         """The audience of a reply to `message`: its author is the owner, its channel's readers the rest."""
-        owner = str(message.author.id)
-        guild = message.guild
-        if guild is None:  # a DM: private to the bot and its author, whose facts alone are recalled
+        return await self.for_place(message.guild, message.channel, str(message.author.id))
+
+    async def for_place(self, guild: discord.Guild | None, channel: Any, owner: str) -> Audience:
+        """The audience of a reply to `owner` in `channel` of `guild` (None: their DMs, where their own
+        facts alone are recalled)."""
+        if guild is None:
             return Audience(owner)
         await self._wait_for_members(guild)
-        reply_key = audience_key(message.channel)
+        reply_key = audience_key(channel)
         return Audience(owner, lambda key: self.covers(guild, reply_key, key))
 
     async def _wait_for_members(self, guild: discord.Guild) -> None:

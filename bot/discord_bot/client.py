@@ -20,6 +20,7 @@ from bot.app import Models, open_memory, open_models
 from bot.config import Settings
 from bot.discord_bot.adminlog import AdminLog
 from bot.discord_bot.audience import AudienceResolver
+from bot.discord_bot.reply_memories import ReplyMemories
 from bot.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class MemoryBot(commands.Bot):
         self._memory = memory
         self.admin_log = AdminLog(self, default_channel_id=settings.admin_log_channel_id)
         self.audience = AudienceResolver(self)
+        self.reply_memories = ReplyMemories()  # which memories recent replies used, for their askers
         self._closing = False
 
     @property

@@ -47,7 +47,14 @@ class Shows(Protocol):
     """What puts a reply's text on Discord (the chat cog): edits the parts sent, sends the new ones."""
 
     async def show(
-        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool, final: bool
+        self,
+        trigger: discord.Message,
+        sent: list[discord.Message],
+        text: str,
+        *,
+        remember: bool,
+        final: bool,
+        view: discord.ui.View | None = None,
     ) -> None: ...
 
 
@@ -74,12 +81,15 @@ class Streamed:
             self.last_sync = time.monotonic()
         self.text += piece
 
-    async def finish(self) -> None:
-        """Show the whole text without the marker."""
+    async def finish(self, view: discord.ui.View | None = None) -> None:
+        """Show the whole text without the marker; its last part with `view` (the sign that memory was
+        used: put on with the last edit, never while the text still changes)."""
         if self.sent:  # keep edits at least EDIT_INTERVAL_SECONDS apart, the last one too
             await asyncio.sleep(max(0.0, self.last_sync + EDIT_INTERVAL_SECONDS - time.monotonic()))
         async with self._showing:
-            await self.chat.show(self.trigger, self.sent, self.text, remember=self.remember, final=True)
+            await self.chat.show(
+                self.trigger, self.sent, self.text, remember=self.remember, final=True, view=view
+            )
 
     @contextlib.asynccontextmanager
     async def saying_when_slow(self) -> AsyncIterator[None]:

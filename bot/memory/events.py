@@ -14,12 +14,13 @@ from bot.memory.models import AppliedChange
 
 @dataclass(frozen=True)
 class Learned:
-    """A flush (or a request to remember) changed memory."""
+    """A flush (or a request to remember, `asked`) changed memory."""
 
     kind: ClassVar[str] = "flush"
     scope: str
     changes: list[AppliedChange]
     messages: int
+    asked: bool = False  # the person asked for it (and was answered): no notice tells them again
 
 
 @dataclass(frozen=True)

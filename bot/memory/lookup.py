@@ -23,6 +23,7 @@ from bot.memory.models import (
     Episode,
     Fact,
     FactStatus,
+    PersonSettings,
     guild_id_of,
     positive_number,
 )
@@ -85,12 +86,15 @@ class LookupRequest:
 
 class Memory(Protocol):
     """What a lookup needs of memory (`MemoryService` offers it): its recall, which never finds people
-    who opted out, their opt-outs, its store, and whether the server's own memory is kept."""
+    who opted out, their opt-outs and own settings, its store, and whether the server's own memory is
+    kept."""
 
     store: StorageWorker
     policy: MemoryPolicy
 
     def is_opted_out(self, scope: str, user_id: str) -> bool: ...
+
+    def person(self, scope: str, user_id: str) -> PersonSettings: ...
 
     async def recall(
         self,
@@ -125,8 +129,8 @@ async def search_memory(
     person = find_person(people, request.person)
     if person is None:
         return not_present(people, request.person)
-    if memory.is_opted_out(scope, person.user_id):  # as if nothing were known, like the block
-        return compact_answer(person, [])
+    if memory.is_opted_out(scope, person.user_id) or not memory.person(scope, person.user_id).in_replies:
+        return compact_answer(person, [])  # as if nothing were known, like the block
     if request.ids:
         asked = await memory.store.call(facts_by_id, list(request.ids))
         return full_answer(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -370,6 +370,14 @@ class AppliedChange:
     target_id: int | None = None
 
 
+@dataclass(frozen=True)
+class PersonSettings:
+    """A person's own choices in one place (a server, or their DMs); opting out is kept beside them."""
+
+    in_replies: bool = True  # their memories may go into replies (capture follows the opt-out alone)
+    notify_learned: bool = False  # they are told privately when something about them is learned
+
+
 @dataclass
 class GuildSettings:
     guild_id: str
@@ -381,6 +389,19 @@ class GuildSettings:
     moderator_role_id: str | None = None  # its members' rules and decisions speak as the server
     removed_at: str | None = None  # when the bot was removed from the server (its memory goes later)
     channel_personas: dict[str, str] = field(default_factory=dict)  # channel id -> persona there
+    # Auto-reply channels an admin set: True turned on, False turned off (over AUTO_REPLY_CHANNEL_IDS).
+    auto_reply: dict[str, bool] = field(default_factory=dict)
+
+    def replies_in(self, channel_ids: Iterable[str], starting: Collection[str] = ()) -> bool:
+        """Whether the bot answers every message in one of these channels (a thread, its parent) without
+        being mentioned. The first channel with a word on it decides (a thread's own before its parent's):
+        an admin's choice for it, else `starting` (AUTO_REPLY_CHANNEL_IDS) naming it."""
+        for channel in channel_ids:
+            if channel in self.auto_reply:
+                return self.auto_reply[channel]
+            if channel in starting:
+                return True
+        return False
 
     def persona_for(self, channel_id: str, parent_channel_id: str | None = None) -> str | None:
         """The persona in force in a channel: its own, else its parent's (a thread's channel), else the

@@ -51,6 +51,7 @@ from bot.memory.models import (
     NewFact,
     Operation,
     PendingChannel,
+    PersonSettings,
     Taught,
 )
 
@@ -478,6 +479,16 @@ class Storage(Protocol):
         ...
 
     def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def person_settings(self) -> dict[tuple[str, str], PersonSettings]:
+        """The people whose own settings differ from the defaults, by (scope, user id)."""
+        ...
+
+    def save_person_settings(self, scope: str, user_id: str, settings: PersonSettings) -> None: ...
+
+    def set_auto_reply(self, guild_id: str, channel_id: str, replies: bool) -> None:
+        """An admin's choice of whether the bot answers every message in a channel without a mention."""
+        ...
 
     def guild_settings(self) -> dict[str, GuildSettings]: ...
 

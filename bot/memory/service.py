@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,7 +26,7 @@ from bot.memory.extract import SELECT
 from bot.memory.flushing import Flusher
 from bot.memory.importing import ImportTriage, import_facts, sort_for_import
 from bot.memory.leases import Holder, Leases
-from bot.memory.lookup import LookupRequest, search_memory
+from bot.memory.lookup import LookupRequest, facts_by_id, search_memory
 from bot.memory.maintenance import USAGE_STATE
 from bot.memory.models import (
     COMMUNITY_ID,
@@ -39,6 +39,7 @@ from bot.memory.models import (
     GuildSettings,
     NewFact,
     Origin,
+    PersonSettings,
     Taught,
     guild_scope,
     iso,
@@ -166,6 +167,10 @@ class MemoryService:
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def _emit(self, event: MemoryEvent) -> None:
         for listener in self._listeners:
             try:
@@ -185,6 +190,14 @@ class MemoryService:
 
     def is_opted_out(self, scope: str, user_id: str) -> bool:
         return self.switches.is_opted_out(scope, user_id)
+
+    def person(self, scope: str, user_id: str) -> PersonSettings:
+        """A person's own settings in a scope: whether their memories serve replies, whether they are told
+        what is learned about them."""
+        return self.switches.person(scope, user_id)
+
+    async def set_person(self, scope: str, user_id: str, settings: PersonSettings) -> None:
+        await self.switches.set_person(scope, user_id, settings)
 
     def not_here(
         self,
@@ -400,7 +413,7 @@ class MemoryService:
         owner = (request.scope, request.user_id)
         changes = await self.consolidator.run(proposal.facts, user_names={owner: request.name})
         if changes:
-            self._emit(Learned(request.scope, changes, 1))
+            self._emit(Learned(request.scope, changes, 1, asked=True))
         for change in changes:
             fact = await self.store.call(Storage.get_fact, change.fact_id) if change.fact_id else None
             if fact is not None:
@@ -509,6 +522,27 @@ class MemoryService:
             return None
         return served_episode(found, self.withheld(scope))
 
+    async def used_memories(
+        self, scope: str, fact_ids: Sequence[int], episode_ids: Sequence[int], *, audience: Audience
+    ) -> tuple[list[Fact], list[Episode]]:
+        """What a reply was given that is still held, as its asker may see it now: the active facts and
+        the episodes of `scope` that `audience` allows (the reply's own rule, from current permissions),
+        without what people who opted out since said."""
+        found = await self.store.call(facts_by_id, list(fact_ids))
+        out = self.withheld(scope)
+        facts = [
+            f
+            for f in found
+            if f is not None
+            and f.scope == scope
+            and f.status is FactStatus.ACTIVE
+            and f.user_id not in out
+            and served_fact(f, out)
+            and audience.allows(f)
+        ]
+        episodes = [await self.episode(scope, episode_id) for episode_id in episode_ids]
+        return facts, [e for e in episodes if e is not None and audience.allows(e)]
+
     async def names(self, scope: str, user_ids: list[str]) -> dict[str, str]:
         """The names people last had in a scope, by id (people never seen are left out)."""
         return await self.store.call(Storage.user_names, scope, user_ids)
@@ -592,6 +626,11 @@ class MemoryService:
     async def update_guild(self, guild_id: str, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""
         return await self.switches.update_guild(guild_id, self._settle_queue, **changes)
+
+    async def set_auto_reply(self, guild_id: str, channel_id: str, replies: bool) -> GuildSettings:
+        """Whether the bot answers every message in a channel without a mention (an admin's choice, over
+        AUTO_REPLY_CHANNEL_IDS), for every process on the database within a poll."""
+        return await self.switches.set_auto_reply(guild_id, channel_id, replies)
 
     async def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         """Ignore or watch a channel (and its threads); ignoring drops what is buffered there."""

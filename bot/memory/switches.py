@@ -1,5 +1,5 @@
-"""The switches people and admins set (opt-outs; a server's memory switch, ignored channels, personas,
-removal), held in memory so that a capture never waits on the database, and kept in step with the
+"""The switches people and admins set (opt-outs and people's own settings; a server's memory switch,
+ignored channels, auto-reply channels, personas, removal), held in memory so that a capture never waits on the database, and kept in step with the
 other processes on it.
 
 The rule of where a person may be remembered is written here once (`Switches.not_here`): capture, the
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from bot.memory.models import BufferedMessage, GuildSettings, guild_id_of
+from bot.memory.models import BufferedMessage, GuildSettings, PersonSettings, guild_id_of
 from bot.memory.ports import Storage, StorageWorker
 from bot.memory.text import clean, worth_reading
 
@@ -60,6 +60,7 @@ class Switches:
         self.store = store
         self.poll_seconds = poll_seconds
         self._opted_out: set[tuple[str, str]] = set()
+        self._people: dict[tuple[str, str], PersonSettings] = {}  # those who changed a default
         self._guilds: dict[str, GuildSettings] = {}
         self._seen = -1  # the settings version the caches hold
         self._watcher: asyncio.Task[None] | None = None
@@ -70,6 +71,7 @@ class Switches:
     async def reload(self) -> None:
         self._seen = await self.store.call(Storage.settings_version)
         self._opted_out = await self.store.call(Storage.opted_out)
+        self._people = await self.store.call(Storage.person_settings)
         self._guilds = await self.store.call(Storage.guild_settings)
 
     def watch(self) -> None:
@@ -100,6 +102,10 @@ class Switches:
 
     def is_opted_out(self, scope: str, user_id: str) -> bool:
         return (scope, user_id) in self._opted_out
+
+    def person(self, scope: str, user_id: str) -> PersonSettings:
+        """A person's own settings in a scope (the defaults when they never changed one)."""
+        return self._people.get((scope, user_id)) or PersonSettings()
 
     def withheld(self, scope: str) -> set[str]:
         """The people of a scope whose words shared memory no longer serves: those who opted out."""
@@ -162,6 +168,22 @@ class Switches:
                 raise
             if not opted_out:
                 self._opted_out.discard((scope, user_id))
+
+    async def set_person(self, scope: str, user_id: str, settings: PersonSettings) -> None:
+        """Record a person's own settings in a scope; replies and notices follow them at once."""
+        async with self._changing:
+            await self.store.call(Storage.save_person_settings, scope, user_id, settings)
+            if settings == PersonSettings():
+                self._people.pop((scope, user_id), None)
+            else:
+                self._people[(scope, user_id)] = settings
+
+    async def set_auto_reply(self, guild_id: str, channel_id: str, replies: bool) -> GuildSettings:
+        """An admin's choice of whether the bot answers every message in a channel without a mention."""
+        async with self._changing:
+            await self.store.call(Storage.set_auto_reply, guild_id, channel_id, replies)
+            self._guilds = await self.store.call(Storage.guild_settings)
+            return self.guild(guild_id)
 
     async def update_guild(self, guild_id: str, settle: Settle, /, **changes: Any) -> GuildSettings:
         """Change a guild's settings; switching memory off drops its buffered messages, queued ones too."""

@@ -46,6 +46,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("guild_settings", ("guild_id",)),
     ("ignored_channels", ("guild_id", "channel_id")),
     ("channel_personas", ("guild_id", "channel_id")),
+    ("auto_reply_channels", ("guild_id", "channel_id")),
     ("app_state", ("key",)),
     ("facts", ("id",)),
     ("fact_sources", ("fact_id", "message_id")),

@@ -293,7 +293,7 @@ def test_a_version_7_database_gets_its_facts_words_indexed_per_person(tmp_path: 
 
     store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
     try:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == MIGRATIONS[-1].number
         names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master").fetchall()}
         assert not {n for n in names if n.startswith("facts_fts")}
         store.conn.execute("INSERT INTO owner_words (owner_words) VALUES ('integrity-check')")
@@ -331,10 +331,10 @@ def test_a_new_file_gets_64_kib_pages_where_21_vector_rows_fit_and_an_old_file_k
 def test_migrations_from_empty_and_reopening_are_idempotent(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     first = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
-    assert first.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert first.conn.execute("PRAGMA user_version").fetchone()[0] == MIGRATIONS[-1].number
     first.add_facts([fact("dm", "alice", "Alice keeps bees", unit(1.0))])
     tables = first.conn.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
-    assert first.migrate() == len(MIGRATIONS)
+    assert first.migrate() == MIGRATIONS[-1].number
     first.close()
     for _ in range(2):
         again = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
@@ -356,7 +356,7 @@ def test_a_version_1_buffer_survives_the_migration_that_adds_thread_parents(tmp_
     )
     conn.close()
     store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == MIGRATIONS[-1].number
     [kept] = store.pending_messages("t1", 10)
     assert (kept.content, kept.parent_channel_id) == ("I keep bees", None)
     store.close()
@@ -366,7 +366,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "n.sqlite3"
     Store.open(path, embedding_model="fake-embedding", dimensions=DIMS).close()
     s = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
-    s.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    s.conn.execute(f"PRAGMA user_version = {MIGRATIONS[-1].number + 1}")
     s.close()
     with pytest.raises(DatabaseError, match="newer than this bot"):
         Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
@@ -898,7 +898,7 @@ def test_a_version_5_database_is_rebuilt_to_never_reuse_a_fact_id(tmp_path: Path
     store = Store.open(path, embedding_model="fake-embedding", dimensions=DIMS)
     fresh = Store.open(tmp_path / "fresh.sqlite3", embedding_model="fake-embedding", dimensions=DIMS)
     try:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == MIGRATIONS[-1].number
         assert schema_of(store) == schema_of(fresh)  # every index kept, AUTOINCREMENT, foreign keys
         assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []

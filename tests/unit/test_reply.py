@@ -13,9 +13,9 @@ import pytest
 
 from bot.chat import reply as reply_module
 from bot.chat.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
-from bot.chat.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, ready
+from bot.chat.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, Used, ready
 from bot.memory.lookup import LookupRequest
-from bot.memory.models import utcnow
+from bot.memory.models import PersonSettings, utcnow
 from bot.memory.ports import REPLY_CUT_NOTE, ChatTurn, ModelError, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
 from tests.fakes import Scripted
@@ -35,6 +35,10 @@ class Memory:
         self.recall_failures = 0
         self.recalls: list[tuple[str, str, Audience]] = []  # query, context, audience
         self.lookups: list[tuple[list[Participant], LookupRequest, Audience]] = []
+        self.settings: dict[str, PersonSettings] = {}
+
+    def person(self, scope: str, user_id: str) -> PersonSettings:
+        return self.settings.get(user_id, PersonSettings())
 
     async def recall(
         self,
@@ -47,6 +51,7 @@ class Memory:
         channels: Collection[str] = (),
     ) -> RecallResult:
         self.recalls.append((query, context, audience))
+        self.recalled_people = people
         if self.hangs:
             await asyncio.Event().wait()
         return RecallResult(self.block)
@@ -108,7 +113,7 @@ async def test_the_recalled_block_is_in_the_instruction_and_a_lookup_is_answered
     model = Scripted(["Let me look. ", lookup], ["Rex."])
     memory, sink = Memory(), Sink()
     answer = await replier(memory, model).reply(request(), sink)
-    assert answer == Reply("Let me look. Rex.", [])
+    assert answer == Reply("Let me look. Rex.", [], used=Used((7,)))  # the lookup's fact was used
     assert sink.pieces == ["Let me look. ", "Rex."]
     assert model.systems[0].startswith("You are Bot.\n\nToday is ")
     assert model.systems[0].endswith(f"{CHAT_MEMORY_PREAMBLE}\n{BLOCK}")
@@ -119,6 +124,14 @@ async def test_the_recalled_block_is_in_the_instruction_and_a_lookup_is_answered
     [result] = turns[-1].results
     assert (result.name, result.id) == ("search_memory", "c1")
     assert result.response["facts"] == [{"id": 7, "text": "Ana's dog is called Rex"}]
+
+
+async def test_a_person_who_switched_their_memory_off_for_replies_is_not_recalled() -> None:
+    bo = Participant("2", "Bo")
+    memory = Memory()
+    memory.settings["2"] = PersonSettings(in_replies=False)
+    await replier(memory, Scripted(["Hi."])).reply(request(people=[ANA, bo]), Sink())
+    assert memory.recalled_people == [ANA]
 
 
 async def test_a_failed_lookup_tells_the_model_to_answer_without_it() -> None:

@@ -1,5 +1,5 @@
 """/memory-admin: inspect and purge a member's memories, the server's community facts and episodes,
-statistics, the log channel and memory switches.
+statistics, the log channel, memory switches and the channels the bot answers without a mention.
 
 Discord shows these commands only to members with Manage Server; the cog checks it again at run time (and
 in autocomplete), because a server-side override could expose them and they reveal other people's facts.
@@ -75,6 +75,11 @@ class Admin(commands.Cog, name="admin"):
         description="What the bot remembers about the server itself (rules, events, decisions)",
         parent=admin_group,
     )
+    autoreply_group = app_commands.Group(
+        name="autoreply",
+        description="Channels where the bot answers every message, without being mentioned",
+        parent=admin_group,
+    )
     episodes_group = app_commands.Group(
         name="episodes",
         description="What the bot remembers of the channels' conversations",
@@ -105,6 +110,20 @@ class Admin(commands.Cog, name="admin"):
             return Reply(content)
 
         await answer(interaction, apply())
+
+    async def change_channel(
+        self,
+        interaction: discord.Interaction,
+        channel: ChannelOption,
+        work: Callable[[], Awaitable[object]],
+        what: str,
+        content: str,
+    ) -> None:
+        """`change` for a setting of one channel or thread; a category is refused before anything runs."""
+        if channel.type is discord.ChannelType.category:
+            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
+            return
+        await self.change(interaction, work(), what, content)
 
     def visible_of(
         self, interaction: discord.Interaction, user: discord.abc.User
@@ -394,15 +413,50 @@ class Admin(commands.Cog, name="admin"):
 
         await answer(interaction, clear())
 
+    @autoreply_group.command(name="on", description="Answer every message in a channel, without a mention")
+    @app_commands.describe(channel="The channel (its threads too)")
+    async def autoreply_on(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
+        await self._set_auto_reply(interaction, channel, True)
+
+    @autoreply_group.command(name="off", description="Answer in a channel only when mentioned or replied to")
+    @app_commands.describe(channel="The channel (its threads too)")
+    async def autoreply_off(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
+        await self._set_auto_reply(interaction, channel, False)
+
+    async def _set_auto_reply(
+        self, interaction: discord.Interaction, channel: ChannelOption, replies: bool
+    ) -> None:
+        await self.change_channel(
+            interaction,
+            channel,
+            lambda: self.bot.memory.set_auto_reply(str(guild_id(interaction)), str(channel.id), replies),
+            f"turned auto-replies {'on' if replies else 'off'} in {channel.mention}",
+            f"I'll answer every message in {channel.mention}, without being mentioned."
+            if replies
+            else f"In {channel.mention} I'll answer only when mentioned or replied to.",
+        )
+
+    @autoreply_group.command(name="list", description="The channels where the bot answers without a mention")
+    async def autoreply_list(self, interaction: discord.Interaction) -> None:
+        settings = self.bot.memory.guild(str(guild_id(interaction)))
+        guild = interaction.guild
+        known = {str(c.id) for c in guild.channels} if guild is not None else set()
+        starting = {str(c) for c in self.bot.settings.auto_reply_channel_ids}
+        channels = sorted(c for c in known | set(settings.auto_reply) if settings.replies_in([c], starting))
+        content = (
+            "I answer every message, without a mention, in " + ", ".join(f"<#{c}>" for c in channels) + "."
+            if channels
+            else "I answer only when mentioned or replied to, in every channel here."
+        )
+        await interaction.response.send_message(content, ephemeral=True)
+
     @admin_group.command(name="ignore", description="Never remember messages in a channel (and its threads)")
     @app_commands.describe(channel="The channel to ignore")
     async def ignore(self, interaction: discord.Interaction, channel: ChannelOption) -> None:
-        if channel.type is discord.ChannelType.category:
-            await interaction.response.send_message(NOT_A_CATEGORY, ephemeral=True)
-            return
-        await self.change(
+        await self.change_channel(
             interaction,
-            self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), True),
+            channel,
+            lambda: self.bot.memory.set_channel_ignored(str(guild_id(interaction)), str(channel.id), True),
             f"turned memory off in {channel.mention}",
             f"I won't remember messages in {channel.mention}"
             + ("" if isinstance(channel, app_commands.AppCommandThread) else " (or its threads)")

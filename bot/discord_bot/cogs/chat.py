@@ -12,7 +12,7 @@ from discord.ext import commands
 
 from bot.app import provider_name
 from bot.chat.prompts import FORGET_TOOL, REMEMBER_TOOL
-from bot.chat.reply import CHARS_PER_TOKEN, Replier, ReplyRequest
+from bot.chat.reply import CHARS_PER_TOKEN, Replier, ReplyRequest, Used
 from bot.discord_bot import remember_request
 from bot.discord_bot.attachments import AttachmentReader, attachment_limits
 from bot.discord_bot.audience import decides_here
@@ -21,6 +21,7 @@ from bot.discord_bot.conversation import recall_query, said_turns
 from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streaming_parts
 from bot.discord_bot.streaming import Streamed, past_rate_limits
 from bot.discord_bot.ui import forgetting
+from bot.discord_bot.ui.used_memories import used_view
 from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.ports import (
     ChatTurn,
@@ -235,11 +236,20 @@ class Chat(commands.Cog):
         own_role = message.guild.self_role  # the bot's managed role, which Discord's picker also offers
         if own_role is not None and own_role in message.role_mentions:
             return True
-        channel_ids = {message.channel.id, self.parent_channel_id(message.channel)}
-        if channel_ids & self.bot.settings.auto_reply_channel_ids:
+        if self.auto_replies(message):
             return worth_reading(message.content)  # an image alone in a busy channel needs no answer
         parent = await self.parent_of(message)
         return parent is not None and parent.author.id == me.id
+
+    def auto_replies(self, message: discord.Message) -> bool:
+        """Whether every message in this channel (or its thread's parent) is answered: an admin's choice
+        (/memory-admin autoreply), else AUTO_REPLY_CHANNEL_IDS, the starting set."""
+        if message.guild is None:
+            return False
+        parent = self.parent_channel_id(message.channel)
+        channels = [str(message.channel.id), *([] if parent in (None, UNKNOWN_PARENT) else [str(parent)])]
+        starting = {str(c) for c in self.bot.settings.auto_reply_channel_ids}
+        return self.bot.memory.guild(str(message.guild.id)).replies_in(channels, starting)
 
     async def parent_of(self, message: discord.Message) -> discord.Message | None:
         """The message this one replies to, from the payload, the cache, or the API."""
@@ -387,7 +397,7 @@ class Chat(commands.Cog):
                 return
             if looks_blank(answer.text):  # blank-looking (whitespace, zero-width characters): not a reply
                 raise ModelError(f"{provider_name(self.bot.settings)} returned an empty answer")
-            await shown.finish()
+            await shown.finish(view=self.used_sign(message, answer.used))
         except ModelRefusal as exc:
             log.info("the chat model refused to answer in channel %s: %s", message.channel.id, exc)
             await self.replace_with(message, sent, REFUSED_REPLY)
@@ -411,6 +421,15 @@ class Chat(commands.Cog):
                     message.guild.id,
                     f"Could not send a reply in <#{message.channel.id}>: {exc.status} {exc.text or ''}".rstrip(),
                 )
+
+    def used_sign(self, message: discord.Message, used: Used) -> discord.ui.View | None:
+        """The quiet sign on a reply that used memory, noting for its asker which memories it used."""
+        if not used:
+            return None
+        self.bot.reply_memories.keep(
+            message.id, message.author.id, scope_of(message), used.fact_ids, used.episode_ids
+        )
+        return used_view(message.id)
 
     def key_rejected_line(self) -> str:
         settings = self.bot.settings
@@ -478,27 +497,44 @@ class Chat(commands.Cog):
         return not words and not message.attachments and bool(message.stickers or not message.content.strip())
 
     async def show(
-        self, trigger: discord.Message, sent: list[discord.Message], text: str, *, remember: bool, final: bool
+        self,
+        trigger: discord.Message,
+        sent: list[discord.Message],
+        text: str,
+        *,
+        remember: bool,
+        final: bool,
+        view: discord.ui.View | None = None,
     ) -> None:
-        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new.
+        """Make the sent messages show `text`: edit the ones that changed, send the parts that are new;
+        the last part carries `view` (the sign that memory was used), in the same edit or send.
 
         Until the `final` call the last part carries the streaming marker, so nobody takes a reply still
         being written for a finished one; memory keeps the words without it.
         """
         shown, said = streaming_parts(text, final=final)
+        last = len(shown) - 1
         for index, (part, words) in enumerate(zip(shown, said, strict=True)):
+            carry = view if index == last else None
             if index < len(sent):
-                if sent[index].content != part:
-                    sent[index] = await past_rate_limits(functools.partial(sent[index].edit, content=part))
+                if sent[index].content != part or carry is not None:
+                    edit = functools.partial(
+                        sent[index].edit,
+                        content=part,
+                        view=carry if carry is not None else discord.utils.MISSING,
+                    )
+                    sent[index] = await past_rate_limits(edit)
                     if remember:
                         self.bot.memory.reply_edited(str(sent[index].id), words)
                 continue
             if index == 0:
                 sent.append(
-                    await past_rate_limits(functools.partial(trigger.reply, part, mention_author=False))
+                    await past_rate_limits(
+                        functools.partial(trigger.reply, part, mention_author=False, view=carry)
+                    )
                 )
             else:
-                sent.append(await past_rate_limits(functools.partial(trigger.channel.send, part)))
+                sent.append(await past_rate_limits(functools.partial(trigger.channel.send, part, view=carry)))
             if remember:
                 self.capture(sent[-1], own_text=words, reply_to=trigger.id)
 

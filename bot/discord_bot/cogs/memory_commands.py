@@ -1,4 +1,5 @@
-"""People's own memory commands: /facts, /forget and /memory (opt-out, opt-in, status, export, recap).
+"""People's own memory commands: /facts, /forget and /memory (opt-out, opt-in, settings, status, export,
+recap), and the private note to people who asked to be told when something about them is learned.
 
 Every answer is ephemeral, and buttons answer only the person who ran the command. The views are ui/'s,
 shared with the admin cog. Custom ids are stable ("facts:prev", "recap:next", "forget:confirm", ...) so
@@ -7,8 +8,10 @@ tests can press them.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import logging
 from datetime import datetime, timedelta
 
 import discord
@@ -21,13 +24,17 @@ from bot.discord_bot.channel_option import NOT_A_CATEGORY, ChannelOption
 from bot.discord_bot.client import MemoryBot
 from bot.discord_bot.discord_text import display_name, speaker_name
 from bot.discord_bot.ui.confirm import ConfirmView
-from bot.discord_bot.ui.fact_entries import fact_choices
+from bot.discord_bot.ui.fact_entries import fact_choices, fact_entry
 from bot.discord_bot.ui.forgetting import forget_all, forget_all_question, forgot_text
 from bot.discord_bot.ui.listings import EpisodesPager, FactsPager
 from bot.discord_bot.visibility import may_view_facts, readable_by, readable_here
-from bot.memory.models import guild_scope, iso, utcnow
+from bot.memory.events import Learned, MemoryEvent
+from bot.memory.models import COMMUNITY_ID, Decision, PersonSettings, guild_id_of, guild_scope, iso, utcnow
 from bot.memory.portable import fact_record
+from bot.memory.recall import Audience
 from bot.memory.timespan import SINCE_EXAMPLES, said_start, since_start
+
+log = logging.getLogger(__name__)
 
 OPTOUT_TIMEOUT_SECONDS = 120.0
 RECAP_DAYS = 7  # what /memory recap covers when not told since when
@@ -41,6 +48,12 @@ RECAP_COMMUNITY_OFF = (
     "I don't keep recaps of what channels talk about (community memory is off for this bot)."
 )
 RECAP_MEMORY_OFF = "Memory is off in this server, so I keep no recap of what was discussed here."
+LEARNED_NOTE = "I just learned something about you in {place}:"
+LEARNED_NOTE_END = (
+    "See everything with /facts there, remove one with /forget fact, and turn these notes off with "
+    "/memory settings."
+)
+NOTED_DECISIONS = (Decision.ADD, Decision.KEEP, Decision.MERGE, Decision.INVALIDATE)
 UNKNOWN_SINCE = "I can't read “{since}” as a time in the past. Try, in English: " + SINCE_EXAMPLES + "."
 
 
@@ -64,6 +77,50 @@ class MemoryCommands(commands.Cog, name="memory"):
 
     def __init__(self, bot: MemoryBot) -> None:
         self.bot = bot
+        self._notes: set[asyncio.Task[None]] = set()
+
+    async def cog_load(self) -> None:
+        self.bot.memory.add_listener(self.on_memory_event)
+
+    async def cog_unload(self) -> None:
+        self.bot.memory.remove_listener(self.on_memory_event)
+
+    # ---- telling people what was learned about them --------------------------------------------------
+
+    def on_memory_event(self, event: MemoryEvent) -> None:
+        """A flush learned something about people who asked to be told: a private note to each."""
+        if not isinstance(event, Learned) or event.asked:
+            return
+        learned: dict[str, list[int]] = {}
+        for change in event.changes:
+            if change.fact_id is None or change.decision not in NOTED_DECISIONS:
+                continue
+            if (
+                change.user_id != COMMUNITY_ID
+                and self.bot.memory.person(change.scope, change.user_id).notify_learned
+            ):
+                learned.setdefault(change.user_id, []).append(change.fact_id)
+        for user_id, fact_ids in learned.items():
+            task = asyncio.create_task(self.tell_learned(event.scope, user_id, fact_ids))
+            self._notes.add(task)
+            task.add_done_callback(self._notes.discard)
+
+    async def tell_learned(self, scope: str, user_id: str, fact_ids: list[int]) -> None:
+        """A DM listing what was just learned about a person (nothing when their DMs are closed)."""
+        facts, _ = await self.bot.memory.used_memories(scope, fact_ids, (), audience=Audience(user_id))
+        if not facts:  # forgotten or changed meanwhile
+            return
+        guild_id = guild_id_of(scope)
+        guild = self.bot.get_guild(guild_id) if guild_id is not None else None
+        place = "our DMs" if guild_id is None else f"**{guild.name if guild else 'a server'}**"
+        text = "\n".join(
+            [LEARNED_NOTE.format(place=place), *(fact_entry(f) for f in facts), LEARNED_NOTE_END]
+        )
+        try:
+            user = self.bot.get_user(int(user_id)) or await self.bot.fetch_user(int(user_id))
+            await user.send(text[:2000])
+        except discord.HTTPException as exc:  # DMs closed, or the person gone: the note is not sent
+            log.info("could not tell %s what was learned about them: %s", user_id, exc)
 
     @app_commands.command(name="facts", description="See what I remember about you (or someone else) here")
     @app_commands.describe(user="Whose facts to show (default: yours)")
@@ -187,6 +244,42 @@ class MemoryCommands(commands.Cog, name="memory"):
 
         await answer(interaction, opt_in())
 
+    @memory_group.command(name="settings", description="Your own memory settings here; see or change them")
+    @app_commands.describe(
+        use_in_replies="Use what I remember about you in my replies here",
+        tell_me="Tell you privately (by DM) when I learn something about you here",
+        remember_me="Remember what you say here (off: you're opted out)",
+    )
+    async def settings(
+        self,
+        interaction: discord.Interaction,
+        use_in_replies: bool | None = None,
+        tell_me: bool | None = None,
+        remember_me: bool | None = None,
+    ) -> None:
+        await answer(interaction, self._settings(interaction, use_in_replies, tell_me, remember_me))
+
+    async def _settings(
+        self,
+        interaction: discord.Interaction,
+        use_in_replies: bool | None,
+        tell_me: bool | None,
+        remember_me: bool | None,
+    ) -> Reply:
+        scope, user_id = guild_scope(interaction.guild_id), str(interaction.user.id)
+        memory = self.bot.memory
+        before = memory.person(scope, user_id)
+        chosen = PersonSettings(
+            before.in_replies if use_in_replies is None else use_in_replies,
+            before.notify_learned if tell_me is None else tell_me,
+        )
+        if chosen != before:
+            await memory.set_person(scope, user_id, chosen)
+        opted_out = memory.is_opted_out(scope, user_id)
+        if remember_me is not None and remember_me == opted_out:
+            await memory.set_opt_out(scope, user_id, not remember_me)
+        return Reply(settings_text(chosen, opted_out=memory.is_opted_out(scope, user_id), dm=scope == "dm"))
+
     @memory_group.command(name="export", description="Get a file of everything I hold about you here")
     async def export(self, interaction: discord.Interaction) -> None:
         scope = guild_scope(interaction.guild_id)
@@ -271,6 +364,13 @@ class MemoryCommands(commands.Cog, name="memory"):
             if self.bot.memory.is_opted_out(scope, str(interaction.user.id))
             else "You're opted in: I may remember what you say here.",
         ]
+        own = self.bot.memory.person(scope, str(interaction.user.id))
+        if not own.in_replies:
+            lines.append(
+                "You asked me not to use what I remember about you in replies here (/memory settings)."
+            )
+        if own.notify_learned:
+            lines.append("I tell you by DM when I learn something about you here.")
         if interaction.guild_id is not None:
             settings = self.bot.memory.guild(str(interaction.guild_id))
             lines.append(
@@ -280,6 +380,22 @@ class MemoryCommands(commands.Cog, name="memory"):
             if channels & settings.ignored_channel_ids:
                 lines.append("This channel is ignored: nothing said here is remembered.")
         return Reply("\n".join(lines))
+
+
+def settings_text(settings: PersonSettings, *, opted_out: bool, dm: bool) -> str:
+    """The three settings in words, as they now are."""
+    here = "in our DMs" if dm else "in this server"
+    lines = [
+        f"Your memory settings {here}:",
+        "• Use what I remember about you in replies: "
+        + ("**on**" if settings.in_replies else "**off** (I still remember, unless you opt out)"),
+        "• Tell you by DM when I learn something about you: "
+        + ("**on**" if settings.notify_learned else "**off**"),
+        "• Remember what you say: "
+        + ("**off** (opted out; what I already know stays until you /forget it)" if opted_out else "**on**"),
+        "Change them with the options of /memory settings.",
+    ]
+    return "\n".join(lines)
 
 
 async def setup(bot: MemoryBot) -> None:

@@ -3,7 +3,10 @@
 A backend keeps its schema's history in its package's `migrations/` folder, one file per change, named
 `NNNN_what_changed.sql`. The same change has the same number and name on every backend; a change that
 does not apply to one (SQLite's rebuild of `facts` for ids that are never reused) is a file there that
-only says why, in comments. A new migration is a file of the next number in every folder.
+only says why, in comments. A new migration is a file of the next number in every folder. Numbers rise
+and are used once each; one may be missing (a change being written on another branch took it), and the
+runner applies the files by number. A database migrated past such a gap never runs the missing file, so
+numbers are taken in the order changes reach the main branch, and a gap is filled before a release.
 
 The runner applies the files past the database's version in order, each in its own transaction that
 also records its number, and refuses a database newer than the files it knows. How a version is read
@@ -53,7 +56,7 @@ def statements(script: str) -> tuple[str, ...]:
 
 @cache
 def migrations_of(package: str) -> tuple[Migration, ...]:
-    """The migrations in `package`'s `migrations/` folder, in order, numbered from 1 without a gap."""
+    """The migrations in `package`'s `migrations/` folder, in order, numbered from 1, each number once."""
     found = []
     for entry in (resources.files(package) / "migrations").iterdir():
         if not entry.name.endswith(".sql"):
@@ -62,8 +65,9 @@ def migrations_of(package: str) -> tuple[Migration, ...]:
             raise RuntimeError(f"{package}: the migration {entry.name} is not named NNNN_what_changed.sql")
         found.append(Migration(int(match[1]), entry.name, statements(entry.read_text(encoding="utf-8"))))
     found.sort(key=lambda m: m.number)
-    if [m.number for m in found] != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"{package}: migrations must be numbered 1, 2, ... once each: {found}")
+    numbers = [m.number for m in found]
+    if numbers[:1] not in ([], [1]) or len(set(numbers)) != len(numbers):
+        raise RuntimeError(f"{package}: migrations must be numbered from 1, once each: {numbers}")
     return tuple(found)
 
 
@@ -93,8 +97,9 @@ def migrate(schema: Schema, migrations: Sequence[Migration]) -> int:
     Each migration checks the version again inside its transaction: another process that migrated the
     database while this one waited for the lock leaves nothing to do.
     """
-    _refuse_newer(start := schema.version(), len(migrations))
-    for migration in migrations[start:]:
+    known = migrations[-1].number if migrations else 0
+    _refuse_newer(start := schema.version(), known)
+    for migration in (m for m in migrations if m.number > start):
         with schema.transaction(migration):
             if schema.version() >= migration.number:
                 continue
@@ -102,7 +107,7 @@ def migrate(schema: Schema, migrations: Sequence[Migration]) -> int:
                 schema.execute(statement)
             schema.record(migration)
     version = schema.version()
-    _refuse_newer(version, len(migrations))
+    _refuse_newer(version, known)
     return version
 
 

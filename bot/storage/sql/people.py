@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.memory.models import GuildSettings, iso, utcnow
+from bot.memory.models import GuildSettings, PersonSettings, iso, utcnow
 from bot.storage.sql.database import Connected, Database
 from bot.storage.sql.rows import guild_settings_from, select, select_in, select_one
 
@@ -43,6 +43,18 @@ class People(Connected):
             )
         }
 
+    def person_settings(self) -> dict[tuple[str, str], PersonSettings]:
+        """The people whose own settings differ from the defaults, by (scope, user id)."""
+        rows = select(
+            self.conn,
+            "SELECT scope, user_id, in_replies, notify_learned FROM users "
+            "WHERE in_replies = 0 OR notify_learned = 1",
+        )
+        return {
+            (r["scope"], r["user_id"]): PersonSettings(bool(r["in_replies"]), bool(r["notify_learned"]))
+            for r in rows
+        }
+
     def user_names(self, scope: str, user_ids: Iterable[str]) -> dict[str, str]:
         ids = list(user_ids)
         if not ids:
@@ -70,6 +82,9 @@ class People(Connected):
         for row in select(self.conn, "SELECT guild_id, channel_id, persona FROM channel_personas"):
             settings = out.setdefault(row["guild_id"], GuildSettings(row["guild_id"]))
             settings.channel_personas[row["channel_id"]] = row["persona"]
+        for row in select(self.conn, "SELECT guild_id, channel_id, replies FROM auto_reply_channels"):
+            settings = out.setdefault(row["guild_id"], GuildSettings(row["guild_id"]))
+            settings.auto_reply[row["channel_id"]] = bool(row["replies"])
         return out
 
     def get_state(self, key: str) -> str | None:

@@ -40,6 +40,7 @@ from bot.memory.models import (
     NewFact,
     NewPoint,
     Operation,
+    PersonSettings,
     Taught,
     guild_scope,
     iso,
@@ -196,6 +197,28 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
                     "ON CONFLICT (guild_id, channel_id) DO UPDATE SET persona = excluded.persona",
                     (guild_id, channel_id, persona),
                 )
+
+    def save_person_settings(self, scope: str, user_id: str, settings: PersonSettings) -> None:
+        """Record a person's own settings; the other processes reload them."""
+        with self._tx():
+            self._settings_changed()
+            self.conn.execute(
+                "INSERT INTO users (scope, user_id, in_replies, notify_learned, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, user_id) DO UPDATE SET "
+                "in_replies = excluded.in_replies, notify_learned = excluded.notify_learned, "
+                "updated_at = excluded.updated_at",
+                (scope, user_id, int(settings.in_replies), int(settings.notify_learned), iso(utcnow())),
+            )
+
+    def set_auto_reply(self, guild_id: str, channel_id: str, replies: bool) -> None:
+        """An admin's choice of whether the bot answers every message in a channel without a mention."""
+        with self._tx():
+            self._settings_changed()
+            self.conn.execute(
+                "INSERT INTO auto_reply_channels (guild_id, channel_id, replies) VALUES (?, ?, ?) "
+                "ON CONFLICT (guild_id, channel_id) DO UPDATE SET replies = excluded.replies",
+                (guild_id, channel_id, int(replies)),
+            )
 
     def set_channel_ignored(self, guild_id: str, channel_id: str, ignored: bool) -> None:
         with self._tx():
