@@ -4,9 +4,9 @@ PostgreSQL, re-embedding it for another embedding model), each safe to run again
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from dataclasses import replace
+from typing import Any
 
 from bot.app import MigrationRefused, failure_line, failures, migrate_database, open_maintenance, open_models
 from bot.cli import arguments
@@ -20,6 +20,8 @@ from bot.cli.common import (
     require_database,
 )
 from bot.config import ConfigError, Settings, load_settings
+from bot.gist import plural
+from bot.llm.usage import served_by, usage_lines
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +63,43 @@ def register(commands: Commands) -> None:
 async def show_stats(settings: Settings, args: argparse.Namespace) -> int:
     async with open_database(settings) as memory:
         stats = await memory.stats()
-    facts = stats["facts"]
-    emit(
-        args,
-        stats,
-        [
-            f"facts: {facts['active']} active, {facts['merged']} merged, {facts['invalidated']} invalidated",
-            f"people: {stats['people']} in {stats['scopes']} scope(s)",
-            f"pending messages: {stats['pending_messages']}",
-            f"model usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
-            f"line selection (select mode): {stats['selection']}",
-        ],
-    )
+    emit(args, stats, stats_lines(stats))
     return 0
+
+
+def stats_lines(stats: dict[str, Any]) -> list[str]:
+    """`stats` for people: sentences, and a sentence where there is nothing to count yet."""
+    facts = stats["facts"]
+    lines = (
+        [
+            f"Facts: {facts['active']:,} active, {facts['merged']:,} merged, {facts['invalidated']:,} "
+            f"invalidated, about {plural(stats['people'], 'person', 'people')} in "
+            f"{plural(stats['scopes'], 'scope')}."
+        ]
+        if any(facts.values())
+        else ["No facts yet: the bot has learned nothing in this database."]
+    )
+    pending = stats["pending_messages"]
+    lines.append(
+        f"Messages waiting to be read: {pending:,}." if pending else "No messages waiting to be read."
+    )
+    usage = stats["model_usage_last_run"]
+    if usage is None:
+        lines.append(
+            "Model use: no run of the bot recorded yet (the bot records its model use when it stops)."
+        )
+    else:
+        lines.append(
+            "Model use in the bot's last run: "
+            + (
+                served_by(usage)
+                if "models" in usage
+                else "(recorded by an earlier version, without its models)"
+            )
+        )
+        lines += [f"  {line}" for line in usage_lines(usage.get("purposes", {}))]
+    lines.append(f"Line selection (select mode): {stats['selection']}.")
+    return lines
 
 
 def copy_to_postgres(settings: Settings, args: argparse.Namespace) -> int:
