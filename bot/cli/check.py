@@ -42,7 +42,7 @@ async def database_health(settings: Settings) -> dict[str, Any]:
 
 # Libraries that log every request at INFO (httpx: "HTTP Request: POST ..."): `check` prints its verdicts
 # itself, so only their warnings show (LOG_LEVEL=DEBUG: everything).
-CHATTY_LIBRARIES = ("httpx", "httpcore", "google_genai", "openai")
+CHATTY_LIBRARIES = ("httpx", "httpx2", "httpcore", "google_genai", "openai")
 
 
 def check_settings(settings: Settings, args: argparse.Namespace) -> int:

@@ -330,7 +330,11 @@ class Consolidator:
             try:
                 decisions = await self._decisions(batch)
             except ModelRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
-                log.info("Gemini refused to consolidate %d facts; keeping them as new: %s", len(batch), exc)
+                log.info(
+                    "the memory model refused to consolidate %d facts; keeping them as new: %s",
+                    len(batch),
+                    exc,
+                )
                 decisions = {}
             except ModelBadAnswer as exc:
                 if not last_try:

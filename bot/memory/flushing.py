@@ -253,7 +253,9 @@ class Flusher:
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
-                log.info("Gemini refused to read message %s; skipping it: %s", part[0].message_id, exc)
+                log.info(
+                    "the memory model refused to read message %s; skipping it: %s", part[0].message_id, exc
+                )
                 return Reading(refused=part)
             return await self._read_apart(part, isolation)
         except ModelBadAnswer as exc:
@@ -263,7 +265,9 @@ class Flusher:
                 raise
             if len(part) == 1 and not alone_again:
                 log.warning(
-                    "Gemini's answers for message %s stay unusable; skipping it: %s", part[0].message_id, exc
+                    "the memory model's answers for message %s stay unusable; skipping it: %s",
+                    part[0].message_id,
+                    exc,
                 )
                 return Reading(unusable=part, error=str(exc))
             if not isolation.spend():
