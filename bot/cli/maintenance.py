@@ -8,7 +8,15 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from bot.app import MigrationRefused, failure_line, failures, migrate_database, open_maintenance, open_models
+from bot.app import (
+    MigrationRefused,
+    extraction_mode,
+    failure_line,
+    failures,
+    migrate_database,
+    open_maintenance,
+    open_models,
+)
 from bot.cli import arguments
 from bot.cli.common import (
     EXIT_PROBLEM,
@@ -22,6 +30,7 @@ from bot.cli.common import (
 from bot.config import ConfigError, Settings, load_settings
 from bot.gist import plural
 from bot.llm.usage import served_by, usage_lines
+from bot.memory.extract import SELECT
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +72,13 @@ def register(commands: Commands) -> None:
 async def show_stats(settings: Settings, args: argparse.Namespace) -> int:
     async with open_database(settings) as memory:
         stats = await memory.stats()
-    emit(args, stats, stats_lines(stats))
+    emit(args, stats, stats_lines(stats, selects=extraction_mode(settings) == SELECT))
     return 0
 
 
-def stats_lines(stats: dict[str, Any]) -> list[str]:
-    """`stats` for people: sentences, and a sentence where there is nothing to count yet."""
+def stats_lines(stats: dict[str, Any], *, selects: bool) -> list[str]:
+    """`stats` for people: sentences, and a sentence where there is nothing to count yet; how line
+    selection goes when the memory model is asked to select (`selects`)."""
     facts = stats["facts"]
     lines = (
         [
@@ -98,7 +108,8 @@ def stats_lines(stats: dict[str, Any]) -> list[str]:
             )
         )
         lines += [f"  {line}" for line in usage_lines(usage.get("purposes", {}))]
-    lines.append(f"Line selection (select mode): {stats['selection']}.")
+    if selects:
+        lines.append(f"Line selection (EXTRACTION_MODE=select): {stats['selection']}.")
     return lines
 
 
