@@ -149,7 +149,7 @@ class Flusher:
         """One extraction over the oldest buffered messages of channels of one scope (the chunk size in
         all), each message keeping its channel; returns the number of changes.
 
-        On a Gemini failure nothing is written and the messages stay buffered for a later attempt, except
+        On a model failure nothing is written and the messages stay buffered for a later attempt, except
         when the chunk's answers stayed unusable and its parts were read apart (`_read`): what they taught
         is written, and only the parts the flush's isolation budget did not reach stay buffered.
         """
