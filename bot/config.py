@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.llm import providers
-from bot.llm.providers import GEMINI_DISTANCES, DistanceCuts, Provider, model_key
+from bot.llm.providers import GEMINI_DISTANCES, DistanceCuts, Part, Provider, model_key
 
 __all__ = ["GEMINI_DISTANCES", "DistanceCuts", "model_key"]  # what the benchmarks and tests read here
 
@@ -153,11 +153,11 @@ class Settings:
     def _model_keys(self) -> list[str]:
         """The keys the providers in use need for the part each plays (a local server needs none), in
         the order the providers were registered."""
-        parts = [(self.provider, "chat"), (self.embedder, "embeddings")]
+        parts: list[tuple[Provider, Part]] = [(self.provider, "chat"), (self.embedder, "embeddings")]
         return [
             record.key_variables[0]
             for record in providers.registered()
-            if any(used is record and record.needs_key(self, part) for used, part in parts)  # type: ignore[arg-type]
+            if any(used is record and record.needs_key(self, part) for used, part in parts)
         ]
 
     @property
