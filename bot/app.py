@@ -12,18 +12,18 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from bot.chat.prompts import REMEMBER_TOOL
-from bot.config import GEMINI_DISTANCES, Settings, distance_cuts
+from bot.config import GEMINI_DISTANCES, Settings
 from bot.gist import first_line
-from bot.llm.gemini import GeminiClient
-from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
+from bot.llm.openai_compat import OpenAICompatClient
+from bot.llm.providers import UNCALIBRATED_MODEL, Part
 from bot.llm.schedule import EndpointGate, serves_one_at_a_time
 from bot.llm.usage import Usage
 from bot.memory.capture import FlushPolicy
 from bot.memory.counting import ASK_AGAIN_EVERY, STOP_AFTER
-from bot.memory.extract import ENUMERATE, SELECT, counts_lines
+from bot.memory.extract import SELECT, counts_lines
 from bot.memory.maintenance import Maintenance
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
 from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
@@ -46,8 +46,8 @@ PROBE_IMAGE = base64.b64decode(
 
 def memory_policy(settings: Settings) -> MemoryPolicy:
     """The engine's knobs from the environment's settings (`RECALL_*` fill `RecallPolicy`, and so on)."""
-    if distance_cuts(settings.embedding_model) is None:
-        _uncalibrated(settings.embedding_model)
+    if not settings.calibrated:
+        _say_uncalibrated(settings.embedding_model)
     return MemoryPolicy(
         flush=_fields(FlushPolicy, settings, "memory_flush_"),
         recall=_fields(RecallPolicy, settings, "recall_"),
@@ -59,31 +59,28 @@ def memory_policy(settings: Settings) -> MemoryPolicy:
     )
 
 
-# EXTRACTION_MODE=auto per MODEL_PROVIDER, as measured with `python -m bench.quality` (docs/benchmarks.md
-# section 4): selection on the local llama.cpp server's small model; Gemini keeps enumeration, the mode
-# its runs were made with (the benchmark machine cannot reach Gemini to compare).
-MEASURED_EXTRACTION = {"gemini": ENUMERATE, "openai": SELECT}
-
-
 def extraction_mode(settings: Settings) -> str:
-    """EXTRACTION_MODE, or for `auto` the mode measured best for the extraction model's provider."""
+    """EXTRACTION_MODE, or for `auto` the mode measured best on the extraction model's provider (its
+    record's `extraction`)."""
     if settings.extraction_mode != "auto":
         return settings.extraction_mode
-    return MEASURED_EXTRACTION[settings.model_provider]
+    return settings.provider.extraction
 
 
 @functools.cache
-def _uncalibrated(model: str) -> None:
-    """Said once per model: its distance cuts (unless set) are Gemini's, which may not fit it."""
+def _say_uncalibrated(model: str) -> None:
+    """Said once per model."""
+    log.info("%s", uncalibrated_line(model))
+
+
+def uncalibrated_line(model: str) -> str:
+    """What is said (once per model at start, and by `check`) of an embedding model whose distance cuts
+    were never measured: the settings not set get another model's, which may not fit it."""
     cuts = GEMINI_DISTANCES
-    log.info(
-        "EMBEDDING_MODEL=%s has no calibrated distance cuts: the distance settings not set are "
-        "gemini-embedding-001's (duplicate %s, candidate %s, recall %s); "
-        "`python -m bench.calibrate_distances --embedder settings` measures this model's",
-        model,
-        cuts.duplicate,
-        cuts.candidate,
-        cuts.recall,
+    return (
+        f"EMBEDDING_MODEL={model} has no calibrated distance cuts: the distance settings not set are "
+        f"{UNCALIBRATED_MODEL}'s (duplicate {cuts.duplicate}, candidate {cuts.candidate}, recall "
+        f"{cuts.recall}); `python -m bench.calibrate_distances --embedder settings` measures this model's"
     )
 
 
@@ -137,11 +134,12 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     taking turns at one `EndpointGate` per endpoint (MODEL_CONCURRENCY calls at once, replies first).
     `max_retries` overrides their retry budget."""
     usage = Usage()
-    chat = _client(settings, settings.model_provider, usage)
+    chat = settings.provider.open(settings, usage)
     embedder = chat
-    elsewhere = settings.embeddings_provider == "openai" and bool(settings.embedding_base_url)
-    if settings.embeddings_provider != settings.model_provider or elsewhere:
-        embedder = _client(settings, settings.embeddings_provider, usage, part="embeddings")
+    if settings.embedder is not settings.provider or _where(settings, "embeddings") != _where(
+        settings, "chat"
+    ):
+        embedder = settings.embedder.open(settings, usage, "embeddings")
     clients = (chat,) if embedder is chat else (chat, embedder)
     gates: dict[str, EndpointGate] = {}
     for client in clients:  # one gate per endpoint: the embedder may be the chat's server too
@@ -155,12 +153,10 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     return Models(json=chat, embedder=embedder, chat=chat, usage=usage, clients=clients)
 
 
-def _client(
-    settings: Settings, provider: str, usage: Usage, *, part: Literal["chat", "embeddings"] = "chat"
-) -> GeminiClient | OpenAICompatClient:
-    if provider == "openai":
-        return OpenAICompatClient.from_settings(settings, usage, part=part)
-    return GeminiClient.from_settings(settings, usage)
+def _where(settings: Settings, part: Part) -> str:
+    """The endpoint serving `part`, as its provider names it (one client per endpoint)."""
+    record = settings.provider if part == "chat" else settings.embedder
+    return record.endpoint(settings, part)
 
 
 async def probe_models(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -170,10 +166,8 @@ async def probe_models(settings: Settings) -> dict[str, dict[str, Any]]:
     OpenAI-compatible chat provider also answers one short chat (with a tool offered and a 1x1 image)
     and one small JSON task, so the verdict says what the endpoint takes: tools, images, which JSON mode.
     """
-    retries = (
-        settings.gemini_max_retries if settings.model_provider == "gemini" else settings.openai_max_retries
-    )
-    models = open_models(settings, max_retries=min(1, retries))
+    variable = settings.provider.retries_variable
+    models = open_models(settings, max_retries=min(1, settings.value(variable)) if variable else 1)
     verdicts: dict[str, dict[str, Any]] = {}
     try:
         name = provider_name(settings, Purpose.EMBED)
@@ -274,12 +268,38 @@ def _feature(on: bool, name: str, client: OpenAICompatClient) -> str:
 
 
 def provider_name(settings: Settings, purpose: Purpose | None = None) -> str:
-    """The provider of `purpose` as messages name it: "Gemini", "OpenAI" or an endpoint's host."""
-    embeds = purpose is Purpose.EMBED
-    provider = settings.embeddings_provider if embeds else settings.model_provider
-    if provider == "gemini":
-        return "Gemini"
-    return endpoint_name((settings.embedding_base_url if embeds else "") or settings.openai_base_url)
+    """The provider of `purpose` as messages name it ("Gemini", "OpenAI", an endpoint's host): its
+    record's `endpoint`."""
+    return _where(settings, "embeddings" if purpose is Purpose.EMBED else "chat")
+
+
+def model_name(settings: Settings, purpose: Purpose | str | None = None) -> str:
+    """The model doing `purpose` (a `Purpose` or its value): the embedding model for embeddings, the
+    memory model for reading and consolidating, the chat model for replies."""
+    value = purpose.value if isinstance(purpose, Purpose) else purpose
+    if value == Purpose.EMBED.value:
+        return settings.embedding_model
+    return settings.chat_model_name if value in (None, Purpose.CHAT.value) else settings.memory_model_name
+
+
+def key_variable(settings: Settings, purpose: Purpose | None = None) -> str:
+    """The variable of the API key the provider of `purpose` reads (its record's first)."""
+    return (settings.embedder if purpose is Purpose.EMBED else settings.provider).key_variables[0]
+
+
+def usage_report(settings: Settings, usage: Usage, scope: str | None = None) -> dict[str, Any]:
+    """The model usage as stats keep it: who served it (providers and models, as messages name them)
+    and the counters per purpose (all, or those of `scope`)."""
+    return {
+        "provider": provider_name(settings),
+        "embeddings_provider": provider_name(settings, Purpose.EMBED),
+        "models": {
+            "chat": settings.chat_model_name,
+            "memory": settings.memory_model_name,
+            "embeddings": settings.embedding_model,
+        },
+        "purposes": usage.snapshot(scope),
+    }
 
 
 async def open_memory(settings: Settings, models: Models | None = None) -> MemoryService:
@@ -292,7 +312,7 @@ async def open_memory(settings: Settings, models: Models | None = None) -> Memor
         models.json,
         models.embedder,
         memory_policy(settings),
-        usage=models.usage.snapshot,
+        usage=functools.partial(usage_report, settings, models.usage),
         holder=process_holder(),
         close_models=models.aclose,
     )

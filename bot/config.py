@@ -1,7 +1,9 @@
 """Typed settings read from the environment (and `.env`), validated with messages that name the variable.
 
-Every setting has a default except the two secrets; which secrets are required depends on what is run
-(`python -m bot facts list` needs neither), so `Settings.missing()` reports them instead of failing the load.
+Every setting has a default but the secrets (`Settings.SECRETS`, and every provider's key variables);
+which secrets are required depends on what is run (`python -m bot facts list` needs none), so
+`Settings.missing()` reports them instead of failing the load. What depends on the model provider (its
+default models, its keys, its distance cuts) is read from its record (`bot/llm/providers.py`).
 """
 
 from __future__ import annotations
@@ -14,31 +16,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-PROVIDERS = ("gemini", "openai")
-# What MODEL_PROVIDER=openai uses when CHAT_MODEL, MEMORY_MODEL or EMBEDDING_MODEL is not set: OpenAI's own
-# small models (another endpoint names its own models, so the settings name them there).
-OPENAI_CHAT_MODEL = "gpt-4o-mini"
-OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
-GEMINI_EMBEDDING_MODEL = "gemini-embedding-001"
+from bot.llm import providers
+from bot.llm.providers import GEMINI_DISTANCES, DistanceCuts, Part, Provider, model_key
 
-
-@dataclass(frozen=True)
-class DistanceCuts:
-    """An embedding model's cosine-distance cuts: CONSOLIDATE_DUPLICATE_DISTANCE,
-    CONSOLIDATE_CANDIDATE_DISTANCE and RECALL_MAX_DISTANCE when they are not set."""
-
-    duplicate: float
-    candidate: float
-    recall: float
-
-
-# The cuts tuned for gemini-embedding-001 at 768 dimensions: also what any other model gets.
-GEMINI_DISTANCES = DistanceCuts(duplicate=0.02, candidate=0.35, recall=0.55)
-# Models measured by `python -m bench.calibrate_distances` (docs/benchmarks.md), by `model_key`.
-EMBEDDING_DISTANCES = {
-    "gemini-embedding-001": GEMINI_DISTANCES,
-    "all-minilm-l6-v2": DistanceCuts(duplicate=0.01, candidate=0.40, recall=0.65),
-}
+__all__ = ["GEMINI_DISTANCES", "DistanceCuts", "model_key"]  # what the benchmarks and tests read here
 
 DEFAULT_PERSONA = (
     "You are a friendly, concise member of this Discord community. You remember what people have told you "
@@ -60,15 +41,15 @@ class Settings:
     """Effective configuration. Field names are the environment variable names in lower case."""
 
     discord_token: str = ""
-    model_provider: str = "gemini"  # chat, extraction and consolidation: gemini or openai (compatible)
+    model_provider: str = "gemini"  # chat, extraction and consolidation: a registered provider's name
     embedding_provider: str = ""  # the embeddings' provider; empty: MODEL_PROVIDER's
-    chat_model: str = ""  # empty: GEMINI_CHAT_MODEL on Gemini, OPENAI_CHAT_MODEL on OpenAI
-    memory_model: str = ""  # empty: GEMINI_MEMORY_MODEL on Gemini, OPENAI_CHAT_MODEL on OpenAI
+    chat_model: str = ""  # empty: the provider's (its record's `model_variables`, else its `chat_model`)
+    memory_model: str = ""  # empty: the provider's, the same way
     gemini_api_key: str = ""
     gemini_base_url: str = ""
-    gemini_chat_model: str = "gemini-flash-latest"
-    gemini_memory_model: str = "gemini-flash-lite-latest"
-    embedding_model: str = GEMINI_EMBEDDING_MODEL
+    gemini_chat_model: str = providers.GEMINI.chat_model
+    gemini_memory_model: str = providers.GEMINI.memory_model
+    embedding_model: str = ""  # empty: the embeddings provider's default (filled in on creation)
     embedding_dimensions: int = 768
     gemini_timeout_seconds: float = 30.0
     gemini_max_retries: int = 4
@@ -126,32 +107,58 @@ class Settings:
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
     mcp_token: str = ""  # `python -m bot mcp --http`: the bearer token agents must send (none: refused)
+    # The variables of registered providers that have no field here (a third provider's key), by name.
+    provider_values: Mapping[str, str] = field(default_factory=dict)
 
-    SECRETS = ("discord_token", "gemini_api_key", "openai_api_key", "embedding_api_key", "mcp_token")
+    SECRETS = ("discord_token", "mcp_token")  # besides the providers' key variables (`secret_names`)
+
+    def __post_init__(self) -> None:
+        if not self.embedding_model:  # the embeddings provider's own model, however Settings was made
+            object.__setattr__(self, "embedding_model", self.embedder.embedding_model)
+
+    def value(self, name: str) -> Any:
+        """A setting by its variable's name: a field, else a registered provider's own variable."""
+        key = name.lower()
+        if key in _FIELD_NAMES:
+            return getattr(self, key)
+        return self.provider_values.get(name.upper(), "")
+
+    @property
+    def provider(self) -> Provider:
+        """MODEL_PROVIDER's record: who chats, extracts and consolidates."""
+        return providers.provider(self.model_provider)
+
+    @property
+    def embedder(self) -> Provider:
+        """The record of who makes the embeddings: EMBEDDING_PROVIDER's, else MODEL_PROVIDER's."""
+        return providers.provider(self.embeddings_provider)
+
+    def in_use(self) -> tuple[Provider, ...]:
+        """The records of the providers in use, the chat's first."""
+        return tuple(dict.fromkeys((self.provider, self.embedder)))
 
     def missing(self, *names: str) -> list[str]:
         """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
-        chosen model providers need)."""
-        hints = {
-            "discord_token": "DISCORD_TOKEN is not set (the bot token from the Discord developer portal)",
-            "gemini_api_key": "GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)",
-            "openai_api_key": (
-                "OPENAI_API_KEY is not set (OpenAI's API needs one; set OPENAI_BASE_URL for another endpoint)"
-            ),
-        }
-        wanted = [k for n in names for k in (self._model_keys() if n == "model_key" else [n])]
+        providers in use need, each as its record says)."""
+        hints = {"DISCORD_TOKEN": "the bot token from the Discord developer portal"}
+        for record in providers.registered():
+            hints.setdefault(record.key_variables[0], record.key_hint)
+        wanted = [k.upper() for n in names for k in (self._model_keys() if n == "model_key" else [n])]
         return [
-            hints.get(n, f"{n.upper()} is not set") for n in dict.fromkeys(wanted) if not getattr(self, n)
+            f"{n} is not set" + (f" ({hints[n]})" if n in hints else "")
+            for n in dict.fromkeys(wanted)
+            if not self.value(n)
         ]
 
     def _model_keys(self) -> list[str]:
-        """The keys the providers in use need: Gemini's always, OpenAI's only for OpenAI's own API."""
-        providers = {self.model_provider, self.embeddings_provider}
-        keys = ["gemini_api_key"] if "gemini" in providers else []
-        openai_own_api = (self.model_provider == "openai" and not self.openai_base_url) or (
-            self.embeddings_provider == "openai" and not (self.embedding_base_url or self.openai_base_url)
-        )
-        return keys + (["openai_api_key"] if openai_own_api else [])
+        """The keys the providers in use need for the part each plays (a local server needs none), in
+        the order the providers were registered."""
+        parts: list[tuple[Provider, Part]] = [(self.provider, "chat"), (self.embedder, "embeddings")]
+        return [
+            record.key_variables[0]
+            for record in providers.registered()
+            if any(used is record and record.needs_key(self, part) for used, part in parts)
+        ]
 
     @property
     def embeddings_provider(self) -> str:
@@ -160,25 +167,29 @@ class Settings:
 
     @property
     def chat_model_name(self) -> str:
-        """The chat model: CHAT_MODEL, else the provider's default."""
-        return self.chat_model or (
-            self.gemini_chat_model if self.model_provider == "gemini" else OPENAI_CHAT_MODEL
-        )
+        """The chat model: CHAT_MODEL, else the provider's (its own variable's, else its record's default)."""
+        return self.chat_model or self._provider_model(0, self.provider.chat_model)
 
     @property
     def memory_model_name(self) -> str:
-        """The model of extraction and consolidation: MEMORY_MODEL, else the provider's default."""
-        return self.memory_model or (
-            self.gemini_memory_model if self.model_provider == "gemini" else OPENAI_CHAT_MODEL
-        )
+        """The model of extraction and consolidation: MEMORY_MODEL, else the provider's."""
+        return self.memory_model or self._provider_model(1, self.provider.memory_model)
+
+    def _provider_model(self, which: int, default: str) -> str:
+        variable = self.provider.model_variables[which]
+        return (self.value(variable) if variable else "") or default
 
     @property
     def embedding_identity(self) -> str:
-        """The embedding model as the database records it: its name, after `openai:` for an
-        OpenAI-compatible endpoint, so a model of the same name from another provider is a change."""
-        if self.embeddings_provider == "gemini":
-            return self.embedding_model
-        return f"openai:{self.embedding_model}"
+        """The embedding model as the database records it: its name after its provider's prefix
+        (`openai:`), so a model of the same name from another provider is a change."""
+        return self.embedder.identity_prefix + self.embedding_model
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether EMBEDDING_MODEL's distance cuts were measured (else a model never measured gets
+        gemini-embedding-001's, which may not fit it)."""
+        return providers.calibrated_cuts(self.embedding_model) is not None
 
     @property
     def database_location(self) -> Path | str:
@@ -190,32 +201,80 @@ class Settings:
         """The database's location as messages show it: a URL without its password."""
         return _mask_url(self.database_url) if self.database_url else str(self.database_path)
 
+    @classmethod
+    def secret_names(cls) -> set[str]:
+        """The variables holding secrets: SECRETS, and every registered provider's key variables."""
+        return {n.upper() for n in cls.SECRETS} | {
+            v for record in providers.registered() for v in record.key_variables
+        }
+
+    def secret_values(self) -> list[str]:
+        """Every key and token set, whatever the provider, so that a line quoting a request shows none."""
+        return [value for name in sorted(self.secret_names()) if (value := self.value(name))]
+
     def masked(self) -> dict[str, Any]:
         """The settings as plain values with secrets hidden, for `check` and start-up logs."""
+        secrets = self.secret_names()
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in self.SECRETS:
+        for name in [*(n.upper() for n in _FIELD_NAMES), *self.provider_values]:
+            value = self.value(name)
+            if name in secrets:
                 value = _mask(value)
-            elif f.name == "database_url":
+            elif name == "DATABASE_URL":
                 value = _mask_url(value) if value else "(not set)"
             elif isinstance(value, Path):
                 value = str(value)
             elif isinstance(value, frozenset):
                 value = sorted(value)
-            out[f.name.upper()] = value
+            out[name] = value
+        return out
+
+    def in_effect(self) -> dict[str, Any]:
+        """The values in effect, for `check`: secrets hidden, a setting left empty shown as what it means
+        (the provider's default model, ...), never a blank, and the settings of providers not in use
+        left out."""
+        ours = {v for record in self.in_use() for v in record.variable_names}
+        theirs = {v for record in providers.registered() for v in record.variable_names} - ours
+        out: dict[str, Any] = {}
+        for name, value in self.masked().items():
+            if name in theirs:
+                continue
+            if self.value(name) in (None, "", (), frozenset()):
+                meaning = _WHEN_EMPTY.get(name)
+                value = meaning(self) if meaning else "(not set)"
+            elif isinstance(value, (list, tuple)):
+                value = ", ".join(map(str, value))
+            elif name == "EXTRACTION_MODE" and value == "auto":
+                value = f"auto ({self.provider.extraction}, measured best on {self.provider.display_name})"
+            out[name] = value
         return out
 
 
-def model_key(model: str) -> str:
-    """An embedding model's name as `EMBEDDING_DISTANCES` knows it: lower case, without a path
-    ("sentence-transformers/all-MiniLM-L6-v2", "models/gemini-embedding-001")."""
-    return model.rsplit("/", 1)[-1].strip().lower()
+# What a setting left empty means, as `check` shows it (others: "(not set)").
+_WHEN_EMPTY: dict[str, Callable[[Settings], str]] = {
+    "EMBEDDING_PROVIDER": lambda s: f"{s.embeddings_provider} (MODEL_PROVIDER's)",
+    "CHAT_MODEL": lambda s: f"{s.chat_model_name} ({s.provider.display_name}'s default)",
+    "MEMORY_MODEL": lambda s: f"{s.memory_model_name} ({s.provider.display_name}'s default)",
+    "OPENAI_BASE_URL": lambda s: "(not set: OpenAI's own API)",
+    "EMBEDDING_BASE_URL": lambda s: "(not set: OPENAI_BASE_URL's endpoint)",
+    "MODEL_CONCURRENCY": lambda s: "auto (1 for a server on this machine or network, else no limit)",
+    "DATABASE_URL": lambda s: "(not set: the SQLite file DATABASE_PATH)",
+    "DISCORD_API_BASE_URL": lambda s: "(not set: Discord's own)",
+    "DISCORD_GATEWAY_URL": lambda s: "(not set: Discord's own)",
+    "DEV_GUILD_ID": lambda s: "(not set: slash commands sync to every server)",
+    "SHARD_COUNT": lambda s: "(not set: one connection, no shards)",
+    "SHARD_IDS": lambda s: "(not set: every shard of SHARD_COUNT)",
+    "AUTO_REPLY_CHANNEL_IDS": lambda s: "(none)",
+    "ADMIN_LOG_CHANNEL_ID": lambda s: "(not set: each server's own, /memory-admin logchannel)",
+}
 
 
 def distance_cuts(model: str) -> DistanceCuts | None:
     """The cuts calibrated for the embedding model `model`; None for a model not measured."""
-    return EMBEDDING_DISTANCES.get(model_key(model))
+    return providers.calibrated_cuts(model)
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Settings) if f.name != "provider_values")  # in order
 
 
 def _mask(secret: str) -> str:
@@ -344,6 +403,11 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _provider(raw: str) -> str:
+    """A registered provider's name (`bot/llm/providers.py`)."""
+    return _choice(*providers.names())(raw)
+
+
 def _log_level(raw: str) -> str:
     level = raw.upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -352,8 +416,8 @@ def _log_level(raw: str) -> str:
 
 
 _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "model_provider": (_choice(*PROVIDERS), "gemini or openai (any OpenAI-compatible endpoint)"),
-    "embedding_provider": (_choice(*PROVIDERS), "gemini or openai (empty: MODEL_PROVIDER's)"),
+    "model_provider": (_provider, "one of {providers}"),
+    "embedding_provider": (_provider, "one of {providers} (empty: MODEL_PROVIDER's)"),
     "openai_base_url": (_url, "an http(s) URL such as http://127.0.0.1:11434/v1"),
     "embedding_base_url": (_url, "an http(s) URL such as http://127.0.0.1:11434/v1"),
     "openai_timeout_seconds": (_non_negative_float, "a number of seconds such as 60"),
@@ -421,7 +485,7 @@ def load_settings(
 
     Values already in the environment (unless empty) win over `.env`. A missing `dotenv_path` is fine unless
     `dotenv_required` (a file the user named). Raises ConfigError listing every bad value. The distance
-    cuts not set are EMBEDDING_MODEL's (`distance_cuts`; Gemini's for a model not measured).
+    cuts not set are EMBEDDING_MODEL's (`distance_cuts`; gemini-embedding-001's for a model not measured).
     """
     if env is None:
         if dotenv_path is not None:
@@ -430,6 +494,8 @@ def load_settings(
     values: dict[str, Any] = {}
     problems: list[str] = []
     for f in fields(Settings):
+        if f.name not in _FIELD_NAMES:
+            continue
         name = f.name.upper()
         raw = env.get(name, "")
         if f.name == "gemini_api_key" and not raw.strip():
@@ -442,17 +508,18 @@ def load_settings(
             values[f.name] = parser(raw)
         except (ValueError, TypeError):
             shown = _mask_url(raw) if f.name == "database_url" else raw
-            shown = "(hidden)" if f.name in Settings.SECRETS else shown
+            shown = "(hidden)" if name in Settings.secret_names() else shown
+            expected = expected.format(providers=" or ".join(providers.names()))
             problems.append(f"{name}={shown!r} is not valid: expected {expected}")
     problems += _shard_problems(values)
     if problems:
         raise ConfigError(problems)
-    if (
-        "embedding_model" not in values
-        and (values.get("embedding_provider") or values.get("model_provider")) == "openai"
-    ):
-        values["embedding_model"] = OPENAI_EMBEDDING_MODEL
-    cuts = distance_cuts(values.get("embedding_model", GEMINI_EMBEDDING_MODEL)) or GEMINI_DISTANCES
+    own = {v for record in providers.registered() for v in record.variable_names}
+    values["provider_values"] = {
+        name: env[name].strip() for name in sorted(own) if name.lower() not in _FIELD_NAMES and env.get(name)
+    }
+    settings = Settings(**values)  # fills in the embeddings provider's model when EMBEDDING_MODEL is empty
+    cuts = distance_cuts(settings.embedding_model) or GEMINI_DISTANCES
     values.setdefault("consolidate_duplicate_distance", cuts.duplicate)
     values.setdefault("consolidate_candidate_distance", cuts.candidate)
     values.setdefault("recall_max_distance", cuts.recall)

@@ -1,4 +1,5 @@
-"""The gist of a connection error, for a line a person reads (the terminal, `check`, the admin log)."""
+"""Words for a line a person reads (the terminal, `check`, `stats`, the admin log): the gist of a
+connection error, and a count with its noun."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ def first_line(exc: BaseException) -> str:
     """The first line of an error's text, without the SSL context and socket details it may print."""
     text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
     return _NOISE.sub("", text).strip() or type(exc).__name__
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """'1 fact', '3 facts', '1,200 people'."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"

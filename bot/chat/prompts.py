@@ -94,7 +94,7 @@ def with_recalled(system: str, block: str) -> str:
 def fit_turns(said: list[ChatTurn], room: int) -> list[ChatTurn]:
     """The newest of `said` (oldest first) whose text fits in `room` characters (the newest always),
     consecutive turns of one side joined unless one carries parts (images stay beside their message),
-    starting with a person's turn, as Gemini wants: what Discord and the terminal send alike."""
+    starting with a person's turn, as Gemini wants (and every model takes): what Discord and the terminal send alike."""
     kept: list[ChatTurn] = []
     size = 0
     for turn in reversed(said):  # newest first: the question itself is always kept
@@ -107,7 +107,7 @@ def fit_turns(said: list[ChatTurn], room: int) -> list[ChatTurn]:
     for turn in reversed(kept):
         if turns and turns[-1].role == turn.role and not turns[-1].parts and not turn.parts:
             turns[-1] = ChatTurn(turn.role, f"{turns[-1].text}\n{turn.text}")
-        else:  # a message with attachments keeps them next to it (one Gemini content, in order)
+        else:  # a message with attachments keeps them next to it (one turn, in order)
             turns.append(turn)
     while turns and turns[0].role == "model":
         turns.pop(0)

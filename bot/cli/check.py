@@ -1,5 +1,7 @@
-"""`check`: the effective settings, the database opened as the bot opens it, and with `--online` the
-Discord token and the models tried on their services, each problem a line of its own.
+"""`check`: the settings in effect (a setting left empty shows what it means, the provider's record's
+defaults among them; the settings of providers not in use are left out), the database opened as the bot
+opens it, and with `--online` the Discord token and the models tried on their services, each problem a
+line of its own; a warning for an embedding model whose distance cuts were never measured.
 
 It logs in to Discord as the bot's start does (the API address a stand-in or proxy sets, the words for a
 rejected token), so of the Discord front-end it borrows those two; it starts nothing."""
@@ -8,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from typing import Any
 
-from bot.app import database_backend, failure_line, failures, open_store, probe_models
+from bot.app import database_backend, failure_line, failures, open_store, probe_models, uncalibrated_line
 from bot.cli.common import EXIT_PROBLEM, Commands, emit
 from bot.config import Settings
 from bot.memory.maintenance import Maintenance
@@ -21,7 +24,9 @@ def register(commands: Commands) -> None:
     check = commands.add_parser("check", help="show effective settings and check the database")
     check.add_argument("--json", action="store_true")
     check.add_argument(
-        "--online", action="store_true", help="also try DISCORD_TOKEN and the Gemini key on their services"
+        "--online",
+        action="store_true",
+        help="also try DISCORD_TOKEN and the model providers' keys and models on their services",
     )
     check.set_defaults(func=check_settings)
 
@@ -35,8 +40,17 @@ async def database_health(settings: Settings) -> dict[str, Any]:
         await store.close()
 
 
+# Libraries that log every request at INFO (httpx: "HTTP Request: POST ..."): `check` prints its verdicts
+# itself, so only their warnings show (LOG_LEVEL=DEBUG: everything).
+CHATTY_LIBRARIES = ("httpx", "httpx2", "httpcore", "google_genai", "openai")
+
+
 def check_settings(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.log_level != "DEBUG":
+        for name in CHATTY_LIBRARIES:
+            logging.getLogger(name).setLevel(logging.WARNING)
     problems = settings.missing("discord_token", "model_key")
+    warnings = [] if settings.calibrated else [uncalibrated_line(settings.embedding_model)]
     database: dict[str, Any] = {"location": settings.database_shown}
     try:
         database["backend"] = database_backend(settings)
@@ -49,23 +63,30 @@ def check_settings(settings: Settings, args: argparse.Namespace) -> int:
     problems += [verdict["error"] for verdict in online.values() if not verdict["ok"]]
     report: dict[str, Any] = {
         "ok": not problems,
-        "settings": settings.masked(),
+        "settings": settings.in_effect(),
         "database": database,
         "problems": problems,
+        "warnings": warnings,
     }
     if args.online:
         report["online"] = online
-    human = [f"{k} = {v}" for k, v in report["settings"].items()]
+    human = [f"{k} = {_shown(v)}" for k, v in report["settings"].items()]
     if database.get("ok"):
         human.append(
             f"database OK: {database['location']} ({database['description']}, {database['embedding_model']} at "
             f"{database['embedding_dimensions']} dimensions)"
         )
     human += [f"{service}: OK ({verdict['detail']})" for service, verdict in online.items() if verdict["ok"]]
+    human += [f"warning: {line}" for line in warnings]
     emit(args, report, human)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     return EXIT_PROBLEM if problems else 0
+
+
+def _shown(value: Any) -> str:
+    """A value as a person reads it in `.env`: true/false for a switch."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 async def check_online(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -4,10 +4,18 @@ PostgreSQL, re-embedding it for another embedding model), each safe to run again
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
+from typing import Any
 
-from bot.app import MigrationRefused, failure_line, failures, migrate_database, open_maintenance, open_models
+from bot.app import (
+    MigrationRefused,
+    extraction_mode,
+    failure_line,
+    failures,
+    migrate_database,
+    open_maintenance,
+    open_models,
+)
 from bot.cli import arguments
 from bot.cli.common import (
     EXIT_PROBLEM,
@@ -20,6 +28,9 @@ from bot.cli.common import (
 )
 from bot.cli.progress import Progress
 from bot.config import ConfigError, Settings, load_settings
+from bot.gist import plural
+from bot.llm.usage import served_by, usage_lines
+from bot.memory.extract import SELECT
 
 
 def register(commands: Commands) -> None:
@@ -59,19 +70,45 @@ def register(commands: Commands) -> None:
 async def show_stats(settings: Settings, args: argparse.Namespace) -> int:
     async with open_database(settings) as memory:
         stats = await memory.stats()
-    facts = stats["facts"]
-    emit(
-        args,
-        stats,
-        [
-            f"facts: {facts['active']} active, {facts['merged']} merged, {facts['invalidated']} invalidated",
-            f"people: {stats['people']} in {stats['scopes']} scope(s)",
-            f"pending messages: {stats['pending_messages']}",
-            f"model usage (the bot's last run): {json.dumps(stats['gemini_usage_last_run'])}",
-            f"line selection (select mode): {stats['selection']}",
-        ],
-    )
+    emit(args, stats, stats_lines(stats, selects=extraction_mode(settings) == SELECT))
     return 0
+
+
+def stats_lines(stats: dict[str, Any], *, selects: bool) -> list[str]:
+    """`stats` for people: sentences, and a sentence where there is nothing to count yet; how line
+    selection goes when the memory model is asked to select (`selects`)."""
+    facts = stats["facts"]
+    lines = (
+        [
+            f"Facts: {facts['active']:,} active, {facts['merged']:,} merged, {facts['invalidated']:,} "
+            f"invalidated, about {plural(stats['people'], 'person', 'people')} in "
+            f"{plural(stats['scopes'], 'scope')}."
+        ]
+        if any(facts.values())
+        else ["No facts yet: the bot has learned nothing in this database."]
+    )
+    pending = stats["pending_messages"]
+    lines.append(
+        f"Messages waiting to be read: {pending:,}." if pending else "No messages waiting to be read."
+    )
+    usage = stats["model_usage_last_run"]
+    if usage is None:
+        lines.append(
+            "Model use: no run of the bot recorded yet (the bot records its model use when it stops)."
+        )
+    else:
+        lines.append(
+            "Model use in the bot's last run: "
+            + (
+                served_by(usage)
+                if "models" in usage
+                else "(recorded by an earlier version, without its models)"
+            )
+        )
+        lines += [f"  {line}" for line in usage_lines(usage.get("purposes", {}))]
+    if selects:
+        lines.append(f"Line selection (EXTRACTION_MODE=select): {stats['selection']}.")
+    return lines
 
 
 def copy_to_postgres(settings: Settings, args: argparse.Namespace) -> int:

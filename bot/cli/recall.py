@@ -18,7 +18,7 @@ from bot.memory.portable import UnreadableFile, jsonl_objects, scope_field, user
 from bot.memory.ports import Purpose
 from bot.memory.recall import Audience, Participant
 
-RECALL_BATCH = 100  # queries of a --queries file embedded in one Gemini request
+RECALL_BATCH = 100  # queries of a --queries file embedded in one request
 
 
 def register(commands: Commands) -> None:
@@ -105,7 +105,7 @@ def _recall_lines(answer: dict[str, Any]) -> list[str]:
 
 
 async def _recall_file(service: Any, path: Path) -> int:
-    """One JSON line per input line, in order; the queries are embedded 100 to a Gemini request."""
+    """One JSON line per input line, in order; the queries are embedded 100 to a request."""
     bad_lines = 0
     group: list[tuple[int, tuple[str, list[str], str] | ValueError]] = []
     for number, item in jsonl_objects(path):

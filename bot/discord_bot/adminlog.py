@@ -19,11 +19,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import discord
 
-from bot.app import provider_name
+from bot.app import model_name, provider_name
 from bot.config import Settings
 from bot.discord_bot.discord_text import split_message
+from bot.gist import plural as plural  # the widgets, cogs and MCP count with it from here
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, guild_id_of
+from bot.memory.ports import Purpose
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +48,6 @@ _DECISION_WORDS = (
     ((Decision.MERGE,), "merged"),
     ((Decision.INVALIDATE,), "invalidated"),
 )
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """'1 fact', '3 facts'."""
-    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def _names(changes: list[AppliedChange]) -> str:
@@ -163,8 +160,8 @@ class AdminLog:
                 what = "out of" if isinstance(event, OptedOut) else "back in to"
                 return f"{self.name_of(guild_id, event.user_id)} opted {what} being remembered."
             case ModelFailed():
-                line = (
-                    f"{self._provider()} {event.purpose} failed: {short_error(event.error, self._secret())}"
+                line = f"{self._provider(event.purpose)} {event.purpose} failed: " + short_error(
+                    event.error, self._secret()
                 )
                 if event.pending:
                     line += f" ({plural(event.pending, 'message')} kept for a retry)"
@@ -179,7 +176,7 @@ class AdminLog:
                         "the rest was learned."
                     )
                 return (
-                    f"Gave up on {count}: {self._provider()}'s answers stayed unusable, read alone too "
+                    f"Gave up on {count}: the answers of {self._provider()} stayed unusable, read alone too "
                     f"({short_error(event.error, self._secret())})"
                 )
         return None
@@ -200,12 +197,17 @@ class AdminLog:
         """Every key and token the bot holds, whatever the provider, so that an error line quoting a
         request never shows one."""
         settings = getattr(self.bot, "settings", None)
-        return [value for name in Settings.SECRETS if (value := getattr(settings, name, ""))]
+        return settings.secret_values() if isinstance(settings, Settings) else []
 
-    def _provider(self) -> str:
-        """The model provider in use, as every line names it ("Gemini", "OpenAI", a local server's host)."""
+    def _provider(self, purpose: str = "extract") -> str:
+        """The provider and model doing `purpose`, as every line names them ("OpenAI (gpt-4o-mini)",
+        "Gemini (gemini-embedding-001)", a local server's host and its model)."""
         settings = getattr(self.bot, "settings", None)
-        return provider_name(settings) if isinstance(settings, Settings) else "The model"
+        if not isinstance(settings, Settings):
+            return "The model"
+        embeds = purpose == Purpose.EMBED.value
+        name = provider_name(settings, Purpose.EMBED if embeds else None)
+        return f"{name} ({model_name(settings, purpose)})"
 
     def name_of(self, guild_id: int | None, user_id: str) -> str:
         """A display name that cannot ping (markdown escaped), or 'user <id>' when the member is unknown."""

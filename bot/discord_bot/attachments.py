@@ -1,4 +1,4 @@
-"""The attachments a reply reads: downloaded with a size cap and a deadline, made fit for Gemini.
+"""The attachments a reply reads: downloaded with a size cap and a deadline, made fit for the chat model.
 
 Images (PNG, JPEG, WebP; a GIF's first frame) go to the model as inline data, scaled down and re-encoded
 when they pass IMAGE_MAX_SIDE or IMAGE_MAX_BYTES; text files (plain text, Markdown, code, CSV, JSON ...)
@@ -45,7 +45,9 @@ from bot.memory.text import MAX_NAME_CHARS, clean
 log = logging.getLogger(__name__)
 K = TypeVar("K", bound=Hashable)
 
-IMAGE_MAX_SIDE = 1536  # pixels: Gemini reads larger images in tiles it scales down anyway
+IMAGE_MAX_SIDE = (
+    1536  # pixels: Gemini reads larger images in tiles it scales down anyway, and others shrink them too
+)
 IMAGE_MAX_BYTES = 2 * 1024 * 1024  # what one image may weigh in the request once re-encoded
 IMAGE_MIN_SIDE = 256  # shrinking stops here: an image that still weighs too much is skipped
 # Decoding costs 4 bytes a pixel (8 while an RGBA image is resized): 24 million pixels, a 6K screenshot,
@@ -186,7 +188,7 @@ def kind_of(filename: str, content_type: str | None) -> str | None:
     if declared.startswith("text/") or declared in TEXT_TYPES:
         return "text"
     if declared and declared != "application/octet-stream":
-        return None  # a type Gemini is not sent here: HEIC, SVG, PDF, audio ...
+        return None  # a type the model is not sent: HEIC, SVG, PDF, audio ...
     suffix = PurePosixPath(filename.lower()).suffix
     if suffix in IMAGE_SUFFIXES:
         return "image"
@@ -206,7 +208,7 @@ def fit_image(
     max_bytes: int = IMAGE_MAX_BYTES,
     budget: PixelBudget | None = None,
 ) -> InlineData:
-    """The image as Gemini may read it: as it is when small enough and of a type Gemini reads, else its
+    """The image as a model may read it: as it is when small enough and of a type models read, else its
     (first) frame scaled down and re-encoded (PNG for drawings, a GIF's frame and transparency, JPEG for
     photos or when PNG weighs too much), shrinking further until it weighs at most `max_bytes`.
     What it decodes is judged from the header first: at most IMAGE_MAX_PIXELS, and taken from `budget`.
@@ -219,7 +221,7 @@ def fit_image(
             small = max(image.size) <= max_side and len(data) <= max_bytes
             _check_pixels(image, max_side, budget)
             if mime is not None and small:
-                image.load()  # a truncated or corrupt file fails here rather than at Gemini
+                image.load()  # a truncated or corrupt file fails here rather than at the model
                 return InlineData(mime, data)
             lossless = image.format in ("PNG", "GIF")
             image.seek(0)  # a GIF's (or an animated WebP's) first frame

@@ -1,4 +1,4 @@
-"""What a reply reads of the conversation: the turns Gemini is sent, and the query recall searches for."""
+"""What a reply reads of the conversation: the turns the chat model is sent, and the query recall searches for."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def said_turns(
     turn_limit: int,
     attached: Mapping[int, list[TurnPart]] | None = None,
 ) -> list[ChatTurn]:
-    """Gemini turns, oldest first: people by name as user turns, the bot's (`me`) own messages as model
+    """The chat's turns, oldest first: people by name as user turns, the bot's (`me`) own messages as model
     turns, each person's message followed by its `attached` parts (images, files' text, notes).
 
     Each message is cut at `turn_limit` (CHAT_TURN_MAX_CHARS), so one huge message cannot make a huge and

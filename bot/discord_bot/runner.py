@@ -19,8 +19,8 @@ from bot.gist import first_line
 
 log = logging.getLogger(__name__)
 
-# With the Gemini key alone the memory can be tried already (README, command 1).
-TRY_CHAT = ". Meanwhile `python -m bot chat` talks with the bot here, with the Gemini key alone"
+# With the model provider's key alone the memory can be tried already (README, command 1).
+TRY_CHAT = ". Meanwhile `python -m bot chat` talks with the bot here, without Discord"
 TOKEN_REJECTED = "Discord rejected DISCORD_TOKEN; copy the bot token again from the developer portal"
 
 

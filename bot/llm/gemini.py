@@ -41,7 +41,7 @@ from bot.memory.ports import (
 )
 
 if TYPE_CHECKING:
-    from bot.config import Settings
+    from bot.llm.providers import Part, ProviderSettings
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,11 @@ _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)s\s*$")
 _NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 
 
+def open_client(settings: ProviderSettings, usage: Usage, part: Part) -> GeminiClient:
+    """The provider record's way in (`bot/llm/providers.py`)."""
+    return GeminiClient.from_settings(settings, usage, part)
+
+
 class GeminiClient(RetryingClient):
     """Gemini for the bot: JSON answers for the memory engine, a streamed chat reply, batched embeddings."""
 
@@ -78,46 +83,17 @@ class GeminiClient(RetryingClient):
         json.JSONDecodeError,
     )
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str = "",
-        chat_model: str,
-        memory_model: str,
-        embedding_model: str,
-        embedding_dimensions: int,
-        timeout_seconds: float = 30.0,
-        max_retries: int = 4,
-        backoff_base_seconds: float = 1.0,
-        backoff_max_seconds: float = 30.0,
-        usage: Usage | None = None,
-        chat_max_tokens: int | None = None,
-    ) -> None:
-        """`chat_max_tokens`: every chat request's output limit (CHAT_MAX_OUTPUT_TOKENS), so a reply that
-        runs away stops at the model; None: the model's own."""
-        super().__init__(
-            api_key=api_key,
-            timeout_seconds=timeout_seconds,
-            max_retries=max_retries,
-            backoff_base_seconds=backoff_base_seconds,
-            backoff_max_seconds=backoff_max_seconds,
-            usage=usage,
-        )
-        self.chat_model = chat_model
-        self.memory_model = memory_model
-        self.embedding_model = embedding_model
-        self.embedding_dimensions = embedding_dimensions
-        self.chat_max_tokens = chat_max_tokens
-        self.base_url = base_url.rstrip("/")
-        if not api_key.strip():
+    def __init__(self, *, timeout_seconds: float = 30.0, max_retries: int = 4, **options: Any) -> None:
+        """The parameters every adapter takes (`RetryingClient`); the key is required."""
+        super().__init__(timeout_seconds=timeout_seconds, max_retries=max_retries, **options)
+        if not self._api_key.strip():
             raise ModelError("GEMINI_API_KEY is not set (or GOOGLE_API_KEY; a key from Google AI Studio)")
         self._closed = False
         # The deadlines are the bot's own (`_timed`, per chunk of a stream), which a slow endpoint's pace
         # stretches: the library's only stops a request nothing else would.
         timeout_ms = math.ceil(MAX_DEADLINE_SECONDS * 1000) if timeout_seconds > 0 else None
         self._client = genai.Client(
-            api_key=api_key,
+            api_key=self._api_key,
             vertexai=False,
             http_options=types.HttpOptions(
                 base_url=self.base_url or None,
@@ -127,22 +103,23 @@ class GeminiClient(RetryingClient):
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, usage: Usage | None = None) -> GeminiClient:
+    def from_settings(
+        cls, settings: ProviderSettings, usage: Usage | None = None, part: Part = "chat"
+    ) -> GeminiClient:
+        """The client of the settings; `part`: which role it plays (for the model names)."""
+        chats = part == "chat"
         return cls(
-            api_key=settings.gemini_api_key,
-            base_url=settings.gemini_base_url,
-            chat_model=settings.gemini_chat_model,
-            memory_model=settings.gemini_memory_model,
+            api_key=settings.value("GEMINI_API_KEY"),
+            base_url=settings.value("GEMINI_BASE_URL"),
+            chat_model=settings.chat_model_name if chats else "",
+            memory_model=settings.memory_model_name if chats else "",
             embedding_model=settings.embedding_model,
             embedding_dimensions=settings.embedding_dimensions,
-            timeout_seconds=settings.gemini_timeout_seconds,
-            max_retries=settings.gemini_max_retries,
+            timeout_seconds=settings.value("GEMINI_TIMEOUT_SECONDS"),
+            max_retries=settings.value("GEMINI_MAX_RETRIES"),
             usage=usage,
             chat_max_tokens=settings.chat_max_output_tokens,
         )
-
-    def __repr__(self) -> str:  # never show the key
-        return f"GeminiClient(base_url={self.base_url or 'default'!r}, chat_model={self.chat_model!r})"
 
     # ---- structured JSON --------------------------------------------------------------------------------
 

@@ -43,18 +43,14 @@ _TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore"})
 class RetryingClient:
     """The retry machinery and error classification an adapter inherits.
 
-    The subclass sets `provider` (the name messages start with), `chat_model`, `memory_model`,
-    `embedding_model` and `base_url`, and calls `__init__` with its budget.
+    The subclass sets `provider` (the name messages start with) and passes what every adapter is
+    constructed with (`ClientOptions`'s parameters) to `__init__`.
     """
 
     provider: str = "the model"
     log: ClassVar[logging.Logger] = logging.getLogger(__name__)  # an adapter's own, so logs name it
     api_errors: ClassVar[tuple[type[BaseException], ...]] = ()  # the SDK's errors `_api_error` reads
     unreadable: ClassVar[tuple[type[BaseException], ...]] = (json.JSONDecodeError,)
-    chat_model: str
-    memory_model: str
-    embedding_model: str
-    base_url: str
 
     def __init__(
         self,
@@ -62,10 +58,24 @@ class RetryingClient:
         api_key: str,
         timeout_seconds: float,
         max_retries: int,
-        backoff_base_seconds: float,
-        backoff_max_seconds: float,
-        usage: Usage | None,
+        base_url: str = "",
+        chat_model: str = "",
+        memory_model: str = "",
+        embedding_model: str = "",
+        embedding_dimensions: int = 0,
+        backoff_base_seconds: float = 1.0,
+        backoff_max_seconds: float = 30.0,
+        usage: Usage | None = None,
+        chat_max_tokens: int | None = None,
     ) -> None:
+        """The parameters every adapter takes. `chat_max_tokens`: every chat request's output limit
+        (CHAT_MAX_OUTPUT_TOKENS), so a reply that runs away stops at the model; None: the model's own."""
+        self.base_url = base_url.rstrip("/")
+        self.chat_model = chat_model
+        self.memory_model = memory_model
+        self.embedding_model = embedding_model
+        self.embedding_dimensions = embedding_dimensions
+        self.chat_max_tokens = chat_max_tokens
         self.timeout_seconds = timeout_seconds  # 0 means no deadline
         self.pace = Pace(timeout_seconds)
         self.gate = EndpointGate()  # no limit; the composition root shares a limited one per endpoint
@@ -74,6 +84,11 @@ class RetryingClient:
         self.backoff_max_seconds = backoff_max_seconds
         self.usage = usage if usage is not None else Usage()
         self._api_key = api_key
+
+    def __repr__(self) -> str:  # never show the key
+        return (
+            f"{type(self).__name__}(base_url={self.base_url or 'default'!r}, chat_model={self.chat_model!r})"
+        )
 
     # ---- what the provider fills in ---------------------------------------------------------------------
 

@@ -1,11 +1,13 @@
 """Model usage counters per purpose, shared by every provider adapter (and by two adapters at once when
-chat and embeddings come from different providers), so `/memory-admin stats` reads one set of figures."""
+chat and embeddings come from different providers), so `/memory-admin stats` reads one set of figures;
+and the words they are read in there and in `stats` (`usage_lines`, `served_by`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.gist import plural
 from bot.memory.ports import Purpose, current_usage_scope
 
 
@@ -75,3 +77,28 @@ class Usage:
 def tokens(value: Any) -> int:
     """A token count as an answer reports it: a number, or nothing (None, missing)."""
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def usage_lines(purposes: dict[str, dict[str, int]]) -> list[str]:
+    """A `Usage.snapshot` in words, one line per purpose that was used; one sentence when none was."""
+    lines = []
+    for purpose, c in purposes.items():
+        if c.get("calls") or c.get("errors"):
+            lines.append(
+                f"{purpose}: {plural(c.get('calls', 0), 'call')}, {c.get('prompt_tokens', 0):,} tokens in, "
+                f"{c.get('output_tokens', 0):,} out, {plural(c.get('errors', 0), 'error')}, "
+                f"{plural(c.get('retries', 0), 'retry', 'retries')}"
+            )
+    return lines or ["No model calls yet."]
+
+
+def served_by(report: dict[str, Any]) -> str:
+    """Who served the usage of a usage report (`bot.app.usage_report`), in one sentence: the models
+    and where they run, as messages name the providers."""
+    models = report.get("models", {})
+    chat, memory, embeddings = models.get("chat"), models.get("memory"), models.get("embeddings")
+    provider, embedder = report.get("provider", ""), report.get("embeddings_provider", "")
+    said = f"{chat} (chat and memory)" if chat == memory else f"{chat} (chat) and {memory} (memory)"
+    if embedder == provider:
+        return f"Models: {said} and {embeddings} (embeddings), on {provider}."
+    return f"Models: {said} on {provider}; {embeddings} (embeddings) on {embedder}."

@@ -1,7 +1,7 @@
 """New facts + similar known facts -> KEEP / MERGE / INVALIDATE / DUPLICATE -> one transaction.
 
 Cost is the point of the shape: one batched embedding request for all new facts of a flush, duplicates
-settled without Gemini, and ONE decision call for every fact that has candidates (split only when the
+settled without the model, and ONE decision call for every fact that has candidates (split only when the
 prompt would grow past a size bound). A MERGE's text is embedded with the NEXT flush's request (the
 merged fact is searchable meanwhile with the new fact's vector), so a flush never needs a second one. Per-person locks, always taken in sorted order, keep two flushes
 from deciding against the same facts at once.
@@ -255,7 +255,7 @@ class Consolidator:
         return kept
 
     async def _triage(self, facts: list[NewFact]) -> tuple[list[Operation], list[_Pending]]:
-        """ADD when nothing is similar, DUPLICATE when something is (nearly) identical, else ask Gemini."""
+        """ADD when nothing is similar, DUPLICATE when something is (nearly) identical, else ask the memory model."""
         operations: list[Operation] = []
         pending: list[_Pending] = []
         exact: dict[tuple[str, str], dict[str, Fact]] = {}
@@ -330,7 +330,11 @@ class Consolidator:
             try:
                 decisions = await self._decisions(batch)
             except ModelRefusal as exc:  # it will not weigh these texts: keep them, as for a missing answer
-                log.info("Gemini refused to consolidate %d facts; keeping them as new: %s", len(batch), exc)
+                log.info(
+                    "the memory model refused to consolidate %d facts; keeping them as new: %s",
+                    len(batch),
+                    exc,
+                )
                 decisions = {}
             except ModelBadAnswer as exc:
                 if not last_try:

@@ -54,7 +54,7 @@ class OptedIn:
 class ModelFailed:
     """A flush's model call failed for good; its messages stay buffered (`pending`)."""
 
-    kind: ClassVar[str] = "gemini_error"
+    kind: ClassVar[str] = "model_error"
     scope: str
     purpose: str
     error: str

@@ -1,4 +1,4 @@
-"""A flushed chunk of conversation -> durable facts per human speaker, in one Gemini call.
+"""A flushed chunk of conversation -> durable facts per human speaker, in one call of the memory model.
 
 The model proposes; this module disposes: a fact is accepted only for a human who spoke in the chunk,
 never from the bot's own turns, and its sources are narrowed to that person's own messages, so that

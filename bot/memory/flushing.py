@@ -149,7 +149,7 @@ class Flusher:
         """One extraction over the oldest buffered messages of channels of one scope (the chunk size in
         all), each message keeping its channel; returns the number of changes.
 
-        On a Gemini failure nothing is written and the messages stay buffered for a later attempt, except
+        On a model failure nothing is written and the messages stay buffered for a later attempt, except
         when the chunk's answers stayed unusable and its parts were read apart (`_read`): what they taught
         is written, and only the parts the flush's isolation budget did not reach stay buffered.
         """
@@ -253,7 +253,9 @@ class Flusher:
             return Reading(facts=extraction.facts, episodes=extraction.episodes)
         except ModelRefusal as exc:
             if len(part) == 1:
-                log.info("Gemini refused to read message %s; skipping it: %s", part[0].message_id, exc)
+                log.info(
+                    "the memory model refused to read message %s; skipping it: %s", part[0].message_id, exc
+                )
                 return Reading(refused=part)
             return await self._read_apart(part, isolation)
         except ModelBadAnswer as exc:
@@ -263,7 +265,9 @@ class Flusher:
                 raise
             if len(part) == 1 and not alone_again:
                 log.warning(
-                    "Gemini's answers for message %s stay unusable; skipping it: %s", part[0].message_id, exc
+                    "the memory model's answers for message %s stay unusable; skipping it: %s",
+                    part[0].message_id,
+                    exc,
                 )
                 return Reading(unusable=part, error=str(exc))
             if not isolation.spend():

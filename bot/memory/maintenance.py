@@ -2,7 +2,7 @@
 statistics, health, re-embedding.
 
 Separate from `MemoryService` because none of them needs the chat model, and all but re-embedding need
-no model at all: a deletion request must work without a Gemini key and whatever the embedding state.
+no model at all: a deletion request must work without a model's key and whatever the embedding state.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from bot.memory.ports import Embedder, ModelError, Storage, StorageWorker
 
 log = logging.getLogger(__name__)
 
-USAGE_STATE = "gemini_usage"  # the state key under which the bot records its last run's model usage
+# The state key under which the bot records its last run's model usage (who served it, and the counters);
+# databases of earlier versions hold the counters alone under LEGACY_USAGE_STATE, whatever the provider.
+USAGE_STATE = "model_usage"
+LEGACY_USAGE_STATE = "gemini_usage"
 
 
 @dataclass
@@ -71,10 +74,15 @@ class Maintenance:
         return [(f, names.get(f.user_id, "")) for f in facts]
 
     async def stats(self) -> dict[str, Any]:
-        """Counts by status, people, pending messages, and the model usage of the bot's last run."""
+        """Counts by status, people, pending messages, and the model usage of the bot's last run (None
+        before its first; from an earlier version's database, the counters without who served them)."""
         stats = await self.store.call(Storage.stats, None)
         usage = await self.store.call(Storage.get_state, USAGE_STATE)
-        stats["gemini_usage_last_run"] = json.loads(usage) if usage else None
+        legacy = None if usage else await self.store.call(Storage.get_state, LEGACY_USAGE_STATE)
+        if usage:
+            stats["model_usage_last_run"] = json.loads(usage)
+        else:
+            stats["model_usage_last_run"] = {"purposes": json.loads(legacy)} if legacy else None
         counted = await self.store.call(Storage.get_state, COUNTING_STATE)
         stats["selection"] = described(json.loads(counted) if counted else None)
         return stats

@@ -3,7 +3,8 @@
 The model side: structured JSON answers, embeddings and a streamed chat, the purposes their usage is
 counted under, and the errors they raise. The adapters in `bot/llm/` implement them (gemini.py with
 Google's client library, openai_compat/ with OpenAI's); tests implement them with fakes. The engine
-imports no model client, so another provider is another adapter in `bot/llm/`, not a change here.
+imports no model client, so another provider is another adapter in `bot/llm/` and its record in
+`bot/llm/providers.py`, not a change here.
 
 The errors every model adapter raises, and what their readers make of them (the shared retry loop,
 `bot/llm/retry.py`, turns each SDK's errors and each unusable answer into one of these):

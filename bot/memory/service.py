@@ -643,7 +643,7 @@ class MemoryService:
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)
         stats["pending_messages"] += self.capture_buffer.pending_in_memory(scope)
-        stats["gemini"] = self._usage(scope)
+        stats["model_usage"] = self._usage(scope)
         stats["recall_latency_ms"] = self.recaller.latency_ms()
         return stats
 

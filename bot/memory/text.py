@@ -1,4 +1,4 @@
-"""Cleaning message text before it is stored, sent to Gemini or put in XML."""
+"""Cleaning message text before it is stored, sent to a model or put in XML."""
 
 from __future__ import annotations
 

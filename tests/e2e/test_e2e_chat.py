@@ -551,7 +551,9 @@ async def test_an_extraction_answer_off_the_schema_is_unusable_not_nothing_durab
             assert await w.captured(said["id"])
         assert len(w.gemini.of_kind("generate")) == 2 * (MAX_BAD_ANSWERS - 1)  # gemini_max_retries=1
         await w.discord.wait_for_bot_message(
-            log_channel, predicate=lambda m: "Gemini extract failed" in m["content"], timeout=10
+            log_channel,
+            predicate=lambda m: "Gemini (gemini-flash-lite-latest) extract failed" in m["content"],
+            timeout=10,
         )
         assert await w.bot.memory.flush_channel(str(w.general)) == 0  # the last attempt: skipped
         assert not await w.captured(said["id"])

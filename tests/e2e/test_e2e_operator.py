@@ -56,13 +56,13 @@ async def ask(w: World, channel_id: int, user: dict[str, Any]) -> None:
     await eventually(answered, what="the bot's answer")
 
 
-async def test_memory_admin_stats_shows_this_servers_gemini_use_only(tmp_path: Path) -> None:
+async def test_memory_admin_stats_shows_this_servers_model_use_only(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         beta_general = w.beta.channels["general"]
         await ask(w, beta_general, w.bob)
         await ask(w, beta_general, w.bob)
         report = await stats_text(w)
-        assert "No calls yet." in report and "all servers" not in report
+        assert "No model calls yet." in report and "all servers" not in report
         await ask(w, w.general, w.bob)
         report = await stats_text(w)
         assert "chat: 1 call," in report

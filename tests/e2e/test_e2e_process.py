@@ -112,7 +112,7 @@ async def test_without_a_token_it_says_so_in_one_line(tmp_path: Path) -> None:
     assert await proc.finish() == 1
     assert proc.stderr.strip().splitlines() == [
         "error: DISCORD_TOKEN is not set (the bot token from the Discord developer portal); see README.md and "
-        ".env.example. Meanwhile `python -m bot chat` talks with the bot here, with the Gemini key alone"
+        ".env.example. Meanwhile `python -m bot chat` talks with the bot here, without Discord"
     ]
 
 

@@ -145,7 +145,7 @@ async def test_importing_a_file_again_does_not_revive_what_was_superseded_since(
         "dm", "7", "", "Seven lives in Rome", ["m1"], embedding=hashed_embedding("Rome", None, 768)
     )
     store.apply_flush([Operation(Decision.INVALIDATE, rome, paris.id)])
-    store.set_state("gemini_usage", json.dumps({"marker": "the bot's own run"}))
+    store.set_state("model_usage", json.dumps({"marker": "the bot's own run"}))
     store.close()
     code, out, err = await run_cli("facts", "import", str(data), "--json", env=env, cwd=tmp_path)
     report = json.loads(out)
@@ -155,7 +155,7 @@ async def test_importing_a_file_again_does_not_revive_what_was_superseded_since(
     )
     assert [f["text"] for f in json.loads(out)] == ["Seven lives in Rome"]
     code, out, _ = await run_cli("stats", "--json", env=env, cwd=tmp_path)
-    assert json.loads(out)["gemini_usage_last_run"] == {"marker": "the bot's own run"}  # imports leave it
+    assert json.loads(out)["model_usage_last_run"] == {"marker": "the bot's own run"}  # imports leave it
 
 
 async def test_consolidated_import_says_what_became_of_each_line(

@@ -265,13 +265,15 @@ def test_forgotten_lines_have_counts_and_who_asked() -> None:
     assert log.describe(deleted) == "Forgot 1 fact of Alice (source deleted)."
 
 
-def test_gemini_errors_are_short_and_hide_the_key() -> None:
+def test_model_errors_are_short_name_the_model_and_hide_the_key() -> None:
     log = AdminLog(FakeBot(), default_channel_id=None)
     error = "HTTP 400 for https://x/models?key=AIzaSECRETKEY123&alt=sse: bad request\nTraceback ..."
     line = log.describe(ModelFailed(f"guild:{GUILD}", "extract", error, 7))
     assert line is not None
     assert "SECRETKEY" not in line and "Traceback" not in line
-    assert line.startswith("Gemini extract failed: HTTP 400")
+    assert line.startswith("Gemini (gemini-flash-lite-latest) extract failed: HTTP 400")
+    embedding = log.describe(ModelFailed(f"guild:{GUILD}", "embed", "HTTP 503", 7))
+    assert embedding is not None and embedding.startswith("Gemini (gemini-embedding-001) embed failed")
     assert line.endswith("(7 messages kept for a retry)")
     assert len(short_error("x" * 5000)) <= 200
 
@@ -291,8 +293,8 @@ def test_every_line_names_the_provider_in_use_and_hides_every_key() -> None:
     )
     refused = log.describe(Skipped(f"guild:{GUILD}", 1, refused=True, channel_id="42"))
     assert failed is not None and refused is not None
-    assert failed.startswith("127.0.0.1:8080 extract failed") and "SECRET" not in failed
-    assert "Gemini" not in failed + refused and "127.0.0.1:8080 refused to read" in refused
+    assert failed.startswith("127.0.0.1:8080 (gpt-4o-mini) extract failed") and "SECRET" not in failed
+    assert "Gemini" not in failed + refused and "127.0.0.1:8080 (gpt-4o-mini) refused to read" in refused
 
 
 def test_skipped_messages_name_their_channel() -> None:
@@ -300,10 +302,12 @@ def test_skipped_messages_name_their_channel() -> None:
     refused = Skipped(f"guild:{GUILD}", 1, refused=True, channel_id="42")
     unusable = Skipped(f"guild:{GUILD}", 2, refused=False, error="does not fit\nmore", channel_id="43")
     assert log.describe(refused) == (
-        "Skipped 1 message in <#42> that Gemini refused to read (safety or recitation); the rest was learned."
+        "Skipped 1 message in <#42> that Gemini (gemini-flash-lite-latest) refused to read (safety or "
+        "recitation); the rest was learned."
     )
     assert log.describe(unusable) == (
-        "Gave up on 2 messages in <#43>: Gemini's answers stayed unusable, read alone too (does not fit)"
+        "Gave up on 2 messages in <#43>: the answers of Gemini (gemini-flash-lite-latest) stayed unusable, "
+        "read alone too (does not fit)"
     )
 
 

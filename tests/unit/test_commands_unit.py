@@ -228,9 +228,20 @@ def test_stats_report() -> None:
         "facts": {"active": 1200, "merged": 3, "invalidated": 1},
         "people": 1,
         "pending_messages": 4,
-        "gemini": {
-            "extract": {"calls": 2, "prompt_tokens": 12345, "output_tokens": 99, "errors": 1, "retries": 0},
-            "chat": {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "errors": 0, "retries": 0},
+        "model_usage": {
+            "provider": "127.0.0.1:8080",
+            "embeddings_provider": "127.0.0.1:8080",
+            "models": {"chat": "llama3", "memory": "llama3", "embeddings": "nomic-embed-text"},
+            "purposes": {
+                "extract": {
+                    "calls": 2,
+                    "prompt_tokens": 12345,
+                    "output_tokens": 99,
+                    "errors": 1,
+                    "retries": 0,
+                },
+                "chat": {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "errors": 0, "retries": 0},
+            },
         },
         "recall_latency_ms": {"p50": 12.5, "p95": 80.0, "samples": 40},
     }
@@ -238,11 +249,31 @@ def test_stats_report() -> None:
         "**Memory in this server**",
         "Facts: 1,200 active, 3 merged, 1 invalidated · 1 person",
         "Messages waiting to be read: 4",
-        "**Gemini since start, for this server**",
+        "**Model use since the bot started, for this server**",
+        "Models: llama3 (chat and memory) and nomic-embed-text (embeddings), on 127.0.0.1:8080.",
         "extract: 2 calls, 12,345 tokens in, 99 out, 1 error, 0 retries",
-        "**Recall latency (the whole bot)** p50 12.5 ms · p95 80 ms (40 recalls)",
+        "**Recall speed (the whole bot)**",
+        "p50 12.5 ms · p95 80 ms over the last 40 recalls",
     ]
-    assert "No calls yet." in format_stats({"gemini": {}})
+
+
+def test_stats_report_with_nothing_yet_says_so_in_sentences() -> None:
+    empty = {
+        "facts": {"active": 0, "merged": 0, "invalidated": 0},
+        "people": 0,
+        "pending_messages": 0,
+        "model_usage": {"purposes": {"chat": {"calls": 0, "errors": 0}}},
+        "recall_latency_ms": {"p50": 0.0, "p95": 0.0, "samples": 0},
+    }
+    assert format_stats(empty).splitlines() == [
+        "**Memory in this server**",
+        "No facts yet: nothing has been learned in this server.",
+        "No messages waiting to be read.",
+        "**Model use since the bot started, for this server**",
+        "No model calls yet.",
+        "**Recall speed (the whole bot)**",
+        "No recalls since the bot started.",
+    ]
 
 
 # ---- the error handler ---------------------------------------------------------------------------------------

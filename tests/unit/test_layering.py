@@ -114,6 +114,17 @@ def test_only_the_model_adapters_import_a_model_sdk() -> None:
     assert checked > 100
 
 
+def test_the_settings_know_the_providers_only_through_their_records() -> None:
+    """config.py reads bot/llm/providers.py, which imports no adapter, no SDK and not the settings (an
+    adapter is imported by name when its client opens): choosing a provider never loads an SDK, and a
+    third provider needs no edit here."""
+    from_llm = {m for m in imports_of(ROOT / "bot" / "config.py") if m.startswith("bot.llm")}
+    # `from bot.llm import providers` reads as the package and its module
+    assert {".".join(m.split(".")[:3]) for m in from_llm} - {"bot.llm"} == {"bot.llm.providers"}
+    records = imports_of(ROOT / "bot" / "llm" / "providers.py")
+    assert not {m for m in records if m.startswith(("bot.", *MODEL_SDKS))}
+
+
 def test_each_provider_adapter_imports_its_sdk() -> None:
     """The check above would pass with an adapter that lost its SDK; each one speaks to its own."""
     for name, sdk in ADAPTERS.items():

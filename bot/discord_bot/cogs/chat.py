@@ -10,7 +10,7 @@ import math
 import discord
 from discord.ext import commands
 
-from bot.app import provider_name
+from bot.app import key_variable, provider_name
 from bot.chat.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.chat.reply import CHARS_PER_TOKEN, Replier, ReplyRequest, Used
 from bot.discord_bot import remember_request
@@ -71,7 +71,7 @@ class Chat(commands.Cog):
             prompt_max_chars=settings.chat_prompt_max_chars,
             reply_max_chars=settings.chat_max_output_tokens * CHARS_PER_TOKEN,
         )
-        # Every reply costs a Gemini call: a few per person per window, then one short notice per window.
+        # Every reply costs a model call: a few per person per window, then one short notice per window.
         self._replies: commands.CooldownMapping[discord.Message] | None = None
         self._notices: commands.CooldownMapping[discord.Message] | None = None
         if settings.chat_cooldown_replies and settings.chat_cooldown_seconds:
@@ -433,8 +433,7 @@ class Chat(commands.Cog):
 
     def key_rejected_line(self) -> str:
         settings = self.bot.settings
-        variable = "GEMINI_API_KEY" if settings.model_provider == "gemini" else "OPENAI_API_KEY"
-        return KEY_REJECTED_LOG.format(provider=provider_name(settings), variable=variable)
+        return KEY_REJECTED_LOG.format(provider=provider_name(settings), variable=key_variable(settings))
 
     async def use_tools(
         self, message: discord.Message, sent: list[discord.Message], calls: list[ToolCall]

@@ -6,38 +6,46 @@ from __future__ import annotations
 from typing import Any
 
 from bot.discord_bot.adminlog import plural
+from bot.llm.usage import served_by, usage_lines
 from bot.memory.models import GuildSettings
 
 STATUS_MAX_CHARS = 1900  # a status fits one message (2,000 characters) with room to spare
 
 
 def format_stats(stats: dict[str, Any]) -> str:
-    """memory.stats() as a short report: this server's facts, backlog and Gemini use, then recall speed.
+    """memory.stats() as a short report: this server's facts and backlog, the models that served it
+    (named as they run) and what they were asked, then recall speed; a sentence where there is nothing
+    to count yet.
 
     Recall latency is the bot's as a whole: it depends on the database and the machine, not on the server.
     """
     facts = stats.get("facts", {})
-    lines = [
-        "**Memory in this server**",
-        "Facts: "
-        + ", ".join(f"{count:,} {status}" for status, count in facts.items())
-        + f" · {plural(stats.get('people', 0), 'person', 'people')}",
-        f"Messages waiting to be read: {stats.get('pending_messages', 0):,}",
-        f"**{stats.get('provider', 'Gemini')} since start, for this server**",
-    ]
-    used = {p: c for p, c in stats.get("gemini", {}).items() if c.get("calls") or c.get("errors")}
-    for purpose, c in used.items():
+    usage = stats.get("model_usage", {})
+    pending = stats.get("pending_messages", 0)
+    lines = ["**Memory in this server**"]
+    if any(facts.values()):
         lines.append(
-            f"{purpose}: {plural(c.get('calls', 0), 'call')}, {c.get('prompt_tokens', 0):,} tokens in, "
-            f"{c.get('output_tokens', 0):,} out, {plural(c.get('errors', 0), 'error')}, "
-            f"{plural(c.get('retries', 0), 'retry', 'retries')}"
+            "Facts: "
+            + ", ".join(f"{count:,} {status}" for status, count in facts.items())
+            + f" · {plural(stats.get('people', 0), 'person', 'people')}"
         )
-    if not used:
-        lines.append("No calls yet.")
-    latency = stats.get("recall_latency_ms", {})
+    else:
+        lines.append("No facts yet: nothing has been learned in this server.")
     lines.append(
-        f"**Recall latency (the whole bot)** p50 {latency.get('p50', 0):g} ms · p95 {latency.get('p95', 0):g} ms "
-        f"({plural(int(latency.get('samples', 0)), 'recall')})"
+        f"Messages waiting to be read: {pending:,}" if pending else "No messages waiting to be read."
+    )
+    lines.append("**Model use since the bot started, for this server**")
+    if usage.get("models"):
+        lines.append(served_by(usage))
+    lines += usage_lines(usage.get("purposes", {}))
+    latency = stats.get("recall_latency_ms", {})
+    samples = int(latency.get("samples", 0))
+    lines.append("**Recall speed (the whole bot)**")
+    lines.append(
+        f"p50 {latency.get('p50', 0):g} ms · p95 {latency.get('p95', 0):g} ms over the last "
+        f"{plural(samples, 'recall')}"
+        if samples
+        else "No recalls since the bot started."
     )
     return "\n".join(lines)
 

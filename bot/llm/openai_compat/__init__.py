@@ -22,6 +22,7 @@ a reply's chunks back) <- responses (a JSON answer read, whole or streamed); the
 (calls written as text) <- client (`OpenAICompatClient`, on the shared retry loop).
 """
 
-from bot.llm.openai_compat.client import OpenAICompatClient, endpoint_name
+from bot.llm.openai_compat.client import OpenAICompatClient
+from bot.llm.providers import endpoint_name
 
 __all__ = ["OpenAICompatClient", "endpoint_name"]

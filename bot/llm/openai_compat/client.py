@@ -11,7 +11,6 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import openai
 import pydantic
@@ -30,12 +29,13 @@ from bot.llm.openai_compat.messages import (
 from bot.llm.openai_compat.responses import answer_text, require_json, streamed_answer
 from bot.llm.openai_compat.written_calls import calls_written_as_text
 from bot.llm.pace import MAX_DEADLINE_SECONDS
+from bot.llm.providers import endpoint_name
 from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage
 from bot.memory.ports import ChatTool, ChatTurn, ModelError, PartialCheck, Purpose, ToolCall
 
 if TYPE_CHECKING:
-    from bot.config import Settings
+    from bot.llm.providers import Part, ProviderSettings
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,9 @@ REPAIR = (
 )
 
 
-def endpoint_name(base_url: str) -> str:
-    """How messages name the endpoint: "OpenAI" for OpenAI's API, else its host (and port)."""
-    host = urlsplit(base_url).netloc if base_url else ""
-    return "OpenAI" if not host or host == "api.openai.com" else host
+def open_client(settings: ProviderSettings, usage: Usage, part: Part) -> OpenAICompatClient:
+    """The provider record's way in (`bot/llm/providers.py`)."""
+    return OpenAICompatClient.from_settings(settings, usage, part=part)
 
 
 class OpenAICompatClient(RetryingClient):
@@ -70,37 +69,22 @@ class OpenAICompatClient(RetryingClient):
         *,
         api_key: str = "",
         base_url: str = "",
-        chat_model: str,
-        memory_model: str,
-        embedding_model: str,
-        embedding_dimensions: int,
         timeout_seconds: float = 60.0,
         max_retries: int = 4,
-        backoff_base_seconds: float = 1.0,
-        backoff_max_seconds: float = 30.0,
         tools: bool = True,
         images: bool = True,
         json_mode: Literal["auto", "schema", "object_schema", "object", "prompt"] = "auto",
-        usage: Usage | None = None,
-        chat_max_tokens: int | None = None,
+        **options: Any,
     ) -> None:
-        """`chat_max_tokens`: every chat request's output limit (CHAT_MAX_OUTPUT_TOKENS), so a reply that
-        runs away stops at the model; None: the model's own."""
+        """The parameters every adapter takes (`RetryingClient`), and what the endpoint is offered."""
         super().__init__(
             api_key=api_key,
+            base_url=base_url,
             timeout_seconds=timeout_seconds,
             max_retries=max_retries,
-            backoff_base_seconds=backoff_base_seconds,
-            backoff_max_seconds=backoff_max_seconds,
-            usage=usage,
+            **options,
         )
-        self.base_url = base_url.rstrip("/")
         self.provider = endpoint_name(self.base_url)
-        self.chat_model = chat_model
-        self.chat_max_tokens = chat_max_tokens
-        self.memory_model = memory_model
-        self.embedding_model = embedding_model
-        self.embedding_dimensions = embedding_dimensions
         self.features = Features(
             tools=tools,
             images=images,
@@ -123,28 +107,25 @@ class OpenAICompatClient(RetryingClient):
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, usage: Usage | None = None, *, part: Literal["chat", "embeddings"] = "chat"
+        cls, settings: ProviderSettings, usage: Usage | None = None, *, part: Part = "chat"
     ) -> OpenAICompatClient:
         """The client of the settings' endpoint; `part`: which role it plays (for the model names)."""
-        own = part == "embeddings" and bool(settings.embedding_base_url)  # an endpoint of its own
+        own = part == "embeddings" and bool(settings.value("EMBEDDING_BASE_URL"))  # an endpoint of its own
         return cls(
-            api_key=settings.embedding_api_key if own else settings.openai_api_key,
-            base_url=settings.embedding_base_url if own else settings.openai_base_url,
+            api_key=settings.value("EMBEDDING_API_KEY" if own else "OPENAI_API_KEY"),
+            base_url=settings.value("EMBEDDING_BASE_URL" if own else "OPENAI_BASE_URL"),
             chat_model=settings.chat_model_name if part == "chat" else "",
             memory_model=settings.memory_model_name if part == "chat" else "",
             embedding_model=settings.embedding_model,
             embedding_dimensions=settings.embedding_dimensions,
-            timeout_seconds=settings.openai_timeout_seconds,
-            max_retries=settings.openai_max_retries,
-            tools=settings.openai_tools != "off",
-            images=settings.openai_images != "off",
-            json_mode=settings.openai_json,  # type: ignore[arg-type]  # checked by the settings' parser
+            timeout_seconds=settings.value("OPENAI_TIMEOUT_SECONDS"),
+            max_retries=settings.value("OPENAI_MAX_RETRIES"),
+            tools=settings.value("OPENAI_TOOLS") != "off",
+            images=settings.value("OPENAI_IMAGES") != "off",
+            json_mode=settings.value("OPENAI_JSON"),
             usage=usage,
             chat_max_tokens=settings.chat_max_output_tokens,
         )
-
-    def __repr__(self) -> str:  # never show the key
-        return f"OpenAICompatClient(base_url={self.base_url or 'default'!r}, chat_model={self.chat_model!r})"
 
     # ---- structured JSON --------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ def renamed(value: Any, names: dict[str, tuple[str, ...]]) -> Any:
 def valid_items(items: Any, model: type[BaseModel]) -> Any:
     """The items that fit `model`: one malformed item must not cost the rest of the answer.
 
-    The schema Gemini is given stays strict; this is how its answers (or another endpoint's) are read.
+    The schema a model is given stays strict; this is how its answers are read.
     """
     if items is None:
         return []

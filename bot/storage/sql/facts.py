@@ -2,7 +2,7 @@
 
 A superseded fact keeps its row (status + superseded_by) and its vector moves to
 `facts.archived_embedding`, so that a later undo (its successor's only source message deleted) can
-bring it back without asking Gemini again; correcting or forgetting the current fact (`SqlStore`)
+bring it back without asking the model again; correcting or forgetting the current fact (`SqlStore`)
 deletes that history, whose words were taken back. Every fact's words are in the backend's text index
 while it is active. The writes here are steps: the transactions that combine them are `SqlStore`'s.
 """

@@ -12,7 +12,7 @@ Layout choices (measured in docs/benchmarks.md):
 - The text index holds active facts only and answers for one person (see the backends' `search`).
 - A superseded fact keeps its row (status + superseded_by) and its vector moves to
   `facts.archived_embedding`, so that a later undo (its successor's only source message deleted)
-  can bring it back without asking Gemini again; correcting or forgetting the current fact deletes
+  can bring it back without asking the model again; correcting or forgetting the current fact deletes
   that history, whose words were taken back.
 
 A backend's `Store` subclasses `SqlStore`: it opens its database, migrates it, reports its health and
@@ -588,7 +588,7 @@ class SqlStore(Facts, Episodes, Search, Buffer, People, Coordination):
             self._write_vectors(refreshed)
             self._refresh_episode_vectors(refreshed_episodes)
             opted_out = self.opted_out()
-            # Messages deleted, forgotten or dropped by an opt-out while Gemini was thinking must teach nothing.
+            # Messages deleted, forgotten or dropped by an opt-out while the model was thinking must teach nothing.
             current = buffered_texts(self.conn, {*consumed_message_ids, *(read_texts or {})})
             withdrawn = {mid for mid in consumed_message_ids if current[mid] is None}
             edited = {mid for mid, text in (read_texts or {}).items() if current[mid] not in (None, text)}
