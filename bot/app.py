@@ -136,9 +136,7 @@ def open_models(settings: Settings, *, max_retries: int | None = None) -> Models
     usage = Usage()
     chat = settings.provider.open(settings, usage)
     embedder = chat
-    if settings.embedder is not settings.provider or _where(settings, "embeddings") != _where(
-        settings, "chat"
-    ):
+    if settings.embedder is not settings.provider or settings.embedder.embeds_apart(settings):
         embedder = settings.embedder.open(settings, usage, "embeddings")
     clients = (chat,) if embedder is chat else (chat, embedder)
     gates: dict[str, EndpointGate] = {}

@@ -83,6 +83,8 @@ class Provider:
     named: Callable[[ProviderSettings, Part], str] | None = None
     # The variable of its retry budget (`check --online` tries once).
     retries_variable: str = ""
+    # Whether its embeddings need a client of their own beside its chat's (another URL or key).
+    embeds_apart: Callable[[ProviderSettings], bool] = lambda settings: False
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -149,6 +151,14 @@ GEMINI_DISTANCES = DistanceCuts(duplicate=0.02, candidate=0.35, recall=0.55)
 UNCALIBRATED_MODEL = "gemini-embedding-001"  # whose cuts a model never measured gets
 
 
+def _openai_embeds_apart(settings: ProviderSettings) -> bool:
+    """Whether embeddings go to another URL (another path on the same host too) or with another key."""
+    own_key = settings.value("EMBEDDING_API_KEY")
+    return _openai_base_url(settings, "embeddings") != _openai_base_url(settings, "chat") or bool(
+        own_key and own_key != settings.value("OPENAI_API_KEY")
+    )
+
+
 def _openai_base_url(settings: ProviderSettings, part: Part) -> str:
     """The endpoint of `part`: EMBEDDING_BASE_URL for embeddings when set, else OPENAI_BASE_URL."""
     own = part == "embeddings" and settings.value("EMBEDDING_BASE_URL")
@@ -209,5 +219,6 @@ OPENAI = register(
         needs_key=lambda settings, part: not _openai_base_url(settings, part),  # only OpenAI's own API
         named=lambda settings, part: endpoint_name(_openai_base_url(settings, part)),
         retries_variable="OPENAI_MAX_RETRIES",
+        embeds_apart=_openai_embeds_apart,
     )
 )

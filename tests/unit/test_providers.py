@@ -141,3 +141,28 @@ def test_check_shows_values_in_effect_and_only_the_providers_in_use() -> None:
     assert not [name for name, value in shown.items() if value in ("", None, [], ())]
     mixed = load_settings({"MODEL_PROVIDER": "openai", "EMBEDDING_PROVIDER": "gemini"}).in_effect()
     assert "GEMINI_API_KEY" in mixed and "OPENAI_API_KEY" in mixed
+
+
+@pytest.mark.parametrize(
+    ("embedding", "apart"),
+    [
+        ({}, False),  # one endpoint, one client
+        ({"EMBEDDING_BASE_URL": "http://127.0.0.1:8765/v1"}, False),  # the chat's own URL
+        ({"EMBEDDING_BASE_URL": "http://127.0.0.1:8765/embed/v1"}, True),  # another path on the same host
+        ({"EMBEDDING_BASE_URL": "http://127.0.0.1:8767/v1"}, True),
+        ({"EMBEDDING_API_KEY": "another-key-12345"}, True),  # the same server, another key
+    ],
+)
+async def test_embeddings_get_their_own_client_where_their_url_or_key_differs(
+    embedding: dict[str, str], apart: bool
+) -> None:
+    env = {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:8765/v1", **embedding}
+    models = open_models(load_settings(env))
+    try:
+        assert (models.embedder is not models.chat) is apart
+        if apart:
+            assert models.embedder.base_url.rstrip("/") == env.get(
+                "EMBEDDING_BASE_URL", env["OPENAI_BASE_URL"]
+            )
+    finally:
+        await models.aclose()
