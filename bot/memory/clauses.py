@@ -83,6 +83,18 @@ _NOT_ABOUT_THEM = re.compile(
     r"|understand|hope|need|have to|gotta|want|wanna|would|'d|sure|kidding|joking)\b",
     re.I,
 )
+# "no I won't 😅", "I did!": a subject and its auxiliary, the rest said before by someone else.
+_NOTHING_SAID = re.compile(
+    r"^i(?:\s*['’]\s*m|\s+am)?\s+(?:(?:won['’]?t|will|can['’]?t|can|cannot|do|don['’]?t|did|didn['’]?t|was"
+    r"|wasn['’]?t|would|wouldn['’]?t|could|couldn['’]?t|should|shouldn['’]?t|have|haven['’]?t|had|must"
+    r"|might|may)(?:\s+not)?)?[^\w]*$",
+    re.I,
+)
+# "my first bowl looks like a hat", "my soup tastes weird": how a thing of theirs looks or feels now, not
+# a fact about them ("my flat looks out over the sea" stays).
+_DESCRIBED = re.compile(
+    r"^my\s+(?:[\w'’-]+\s+){0,3}?(?:looks|seems|sounds|smells|tastes|feels)\b(?!\s+out\b)", re.I
+)
 # "that recipe looks amazing", "the new episode was so good", "it's raining": a clause whose subject is
 # something else, with no first-person word, says nothing about its speaker.
 _OTHER_SUBJECT = re.compile(
@@ -147,6 +159,8 @@ def own_clauses(text: str, speaker: str, names: set[str]) -> list[str] | None:
             just_written = False
             if (
                 _NOT_ABOUT_THEM.match(clause)
+                or _NOTHING_SAID.match(clause)
+                or _DESCRIBED.match(clause)
                 or (_OTHER_SUBJECT.match(clause) and not FIRST_PERSON_WORD.search(clause))
                 or (_FUTURE.match(clause) and not _WHEN.search(clause))
             ):

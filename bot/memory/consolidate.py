@@ -46,6 +46,7 @@ from bot.memory.prompts.consolidation import (
     consolidation_prompt,
 )
 from bot.memory.text import (
+    ADDITION_WORDS,
     CHANGE_WORDS,
     change_words,
     clean,
@@ -53,6 +54,7 @@ from bot.memory.text import (
     fold,
     folded_words,
     of_today,
+    says_it_grew,
     stems,
     worth_reading,
 )
@@ -518,17 +520,6 @@ def settled_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Ope
                 Decision.MERGE, fact, known.id, merged_text=fact.text, reason="says all of it and more"
             )
     return None
-
-
-# Words that say a fact grew ("also"); what says it changed is `text.change_words`.
-ADDITION_WORDS = frozenset("also another additionally".split())
-# "too" where a clause ends says it grew ("I'm learning Portuguese too"); "too slow" does not.
-_CLOSING_TOO = re.compile(r"\btoo\b(?=\s*(?:[.,;:!?)]|$))")
-
-
-def says_it_grew(text: str) -> bool:
-    """Whether `text` says it adds to what was known ("also", "too" at a clause's end)."""
-    return bool(folded_words(text) & ADDITION_WORDS or _CLOSING_TOO.search(fold(text)))
 
 
 def replaced_by_words(fact: NewFact, candidates: list[tuple[Fact, float]]) -> Operation | None:

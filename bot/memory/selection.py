@@ -29,6 +29,7 @@ from bot.memory.text import (
     clean,
     content_words,
     of_today,
+    says_it_grew,
     strip_background_blocks,
     worth_reading,
 )
@@ -125,21 +126,23 @@ def _changes_passed_over(
     passed: list[tuple[str, BufferedMessage]], handles: dict[str, str], names: set[str]
 ) -> list[ExtractedFact]:
     """The facts of the lines a choosing model passed over that say something changed in the speaker's
-    life ("I moved to Bergen", "I quit carpentry") and that the bot can write itself. A missed change
-    leaves the fact it replaces active: the 1.5B model of bench/quality.py, when it chose, chose 1 to 4
-    lines, often chatter, and left the moves and new jobs out. What is said of today ("I left work early
-    today") is not such a change. `passed`: (local id, message) of each line passed over.
+    life or grew ("I moved to Bergen", "I quit carpentry", "I also started freediving") and that the bot
+    can write itself. A missed change leaves the fact it replaces active: the 1.5B model of
+    bench/quality.py, when it chose, chose 1 to 4 lines, often chatter, and left the moves, new jobs and
+    new hobbies out. Every clause of such a line is written, since the change is often said across two
+    ("left the institute in december, I teach science now"), but none said of today ("I left work
+    early today" is no such change). `passed`: (local id, message) of each line passed over.
     """
     facts: list[ExtractedFact] = []
     for local, message in passed:
         text = _said(message)
-        if not change_words(text) - _PASSING:
+        if not (change_words(text) - _PASSING or says_it_grew(text)):
             continue
         speaker = handles[message.author_id]
         facts += [
             ExtractedFact(speaker=speaker, text=clause, sources=[local])
             for clause in own_clauses(text, speaker, names) or []
-            if change_words(clause) - _PASSING and not of_today(clause)
+            if not of_today(clause)
         ]
     return facts
 

@@ -123,6 +123,17 @@ def change_words(text: str) -> set[str]:
     return (folded_words(text) & CHANGE_WORDS) | set(_CHANGE_PHRASES.findall(fold(text)))
 
 
+# Words that say a fact grew ("also"); what says it changed is `change_words`.
+ADDITION_WORDS = frozenset("also another additionally".split())
+# "too" where a clause ends says it grew ("I'm learning Portuguese too"); "too slow" does not.
+_CLOSING_TOO = re.compile(r"\btoo\b(?=\s*(?:[.,;:!?)]|$))")
+
+
+def says_it_grew(text: str) -> bool:
+    """Whether `text` says it adds to what was known ("also", "too" at a clause's end)."""
+    return bool(folded_words(text) & ADDITION_WORDS or _CLOSING_TOO.search(fold(text)))
+
+
 _TODAY = re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening)|right now)\b", re.I)
 
 

@@ -187,3 +187,18 @@ def test_second_round_of_held_out_lines(text: str, facts: list[str] | None) -> N
 )
 def test_known_misses_of_the_second_round(text: str, facts: list[str]) -> None:
     assert written(text) == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("no I won't 😅", []),  # a subject and its auxiliary say nothing of their own
+        ("I did!", []),
+        ("I started a pottery class, my first bowl looks like a hat", ["Nia started a pottery class"]),
+        ("my soup tastes weird today", []),
+        ("my flat looks out over the harbour", ["Nia's flat looks out over the harbour"]),
+        ("I can speak three languages", ["Nia can speak three languages"]),
+    ],
+)
+def test_an_auxiliary_alone_and_how_a_thing_looks_now_are_not_facts(text: str, facts: list[str]) -> None:
+    assert written(text) == facts

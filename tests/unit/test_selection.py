@@ -109,6 +109,21 @@ async def test_a_change_the_choosing_model_passed_over_is_written_all_the_same()
     assert [task for task, _, _ in model.calls] == [SELECT_TASK]
 
 
+async def test_a_passed_over_change_said_across_two_clauses_and_a_new_hobby_are_written() -> None:
+    chunk = [
+        said(1, ANA, "I live in Porto"),
+        said(2, BEN, "left the bakery in May, I drive a taxi now, nights mostly"),
+        said(3, ANA, "I also took up archery on sundays"),
+        said(4, BEN, "I play chess"),  # neither a change nor an addition: the model's choice stands
+    ]
+    model = Answers({"self": ["m1"]})
+    facts = await facts_of(chunk, model)
+    assert facts == {
+        ANA: ["Ana lives in Porto", "Ana also took up archery on sundays"],
+        BEN: ["Ben left the bakery in May", "Ben drives a taxi now, nights mostly"],
+    }
+
+
 async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
     chunk = [
         said(1, ANA, "I live in Porto"),
