@@ -130,8 +130,8 @@ _NOT_AN_ACTIVITY = frozenset(
     "morning evening nothing something anything everything thing king ring spring wedding meeting "
     "building feeling ending ceiling pudding sibling string wing".split()
 )
-# Occupations, for a clause that is only one: "vet here", "bike courier now", "firefighter for 6 yrs".
-_OCCUPATIONS = frozenset(
+# Occupations, for a clause that is only one (and `lasting`, for a statement of work): "vet here", "bike courier now", "firefighter for 6 yrs".
+OCCUPATIONS = frozenset(
     """accountant actor actress administrator analyst animator archaeologist architect artist astronomer
     baker banker barber barista bartender biologist bookkeeper builder butcher carpenter cashier chef
     chemist cleaner coach consultant cook counsellor counselor courier dancer dentist designer detective
@@ -195,7 +195,7 @@ def _occupation(clause: str) -> str:
     """ "vet here" -> "I'm a vet", "firefighter for 6 yrs now" -> "I've been a firefighter for 6 yrs now";
     as it is when the clause is more than an occupation."""
     job = _JOB_ONLY.match(clause)
-    if job is None or job.group("noun").lower() not in _OCCUPATIONS:
+    if job is None or job.group("noun").lower() not in OCCUPATIONS:
         return clause
     words = job.group("job")
     rest = (job.group("rest") or "").strip()

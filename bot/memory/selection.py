@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from bot.memory.clauses import FIRST_PERSON_WORD, own_clauses
 from bot.memory.durable import statements
+from bot.memory.lasting import lasting
 from bot.memory.models import BufferedMessage
 from bot.memory.ports import PartialCheck
 from bot.memory.prompts.community import CommunityFact
@@ -109,7 +110,7 @@ def write_selected(
     if choosing:
         chosen = {line.id for line in selection.lines}
         passed = [(local, messages[local_ids[local]]) for local in humans if local not in chosen]
-        written.facts += _changes_passed_over(passed, handles, names)
+        written.facts += _passed_over(passed, handles, names)
     return written
 
 
@@ -122,27 +123,28 @@ def _said(message: BufferedMessage) -> str:
 _PASSING = frozenset({"now"})
 
 
-def _changes_passed_over(
+def _passed_over(
     passed: list[tuple[str, BufferedMessage]], handles: dict[str, str], names: set[str]
 ) -> list[ExtractedFact]:
-    """The facts of the lines a choosing model passed over that say something changed in the speaker's
-    life or grew ("I moved to Bergen", "I quit carpentry", "I also started freediving") and that the bot
-    can write itself. A missed change leaves the fact it replaces active: the 1.5B model of
-    bench/quality.py, when it chose, chose 1 to 4 lines, often chatter, and left the moves, new jobs and
-    new hobbies out. Every clause of such a line is written, since the change is often said across two
-    ("left the institute in december, I teach science now"), but none said of today ("I left work
-    early today" is no such change). `passed`: (local id, message) of each line passed over.
+    """The facts of the lines a choosing model passed over that the bot writes all the same, where it
+    can write them: a line that says something changed in the speaker's life or grew ("I moved to
+    Bergen", "I quit carpentry", "I also started freediving"), whole, since the change is often said
+    across two clauses ("left the institute in december, I teach science now"); and of any other line,
+    a clause that states what lasts (`lasting`: "I live in Porto", "my cat Miso just turned three").
+    Nothing said of today ("I left work early today"). The 1.5B model of bench/quality.py and
+    bench/local_bot.py, when it chose, chose 1 to 4 lines, often chatter, and left moves, new jobs,
+    homes and pets out; a missed change also leaves the fact it replaces active. `passed`: (local id,
+    message) of each line passed over.
     """
     facts: list[ExtractedFact] = []
     for local, message in passed:
         text = _said(message)
-        if not (change_words(text) - _PASSING or says_it_grew(text)):
-            continue
+        changed = bool(change_words(text) - _PASSING or says_it_grew(text))
         speaker = handles[message.author_id]
         facts += [
             ExtractedFact(speaker=speaker, text=clause, sources=[local])
             for clause in own_clauses(text, speaker, names) or []
-            if not of_today(clause)
+            if (changed or lasting(clause)) and not of_today(clause)
         ]
     return facts
 

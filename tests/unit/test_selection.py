@@ -124,6 +124,20 @@ async def test_a_passed_over_change_said_across_two_clauses_and_a_new_hobby_are_
     }
 
 
+async def test_what_lasts_is_written_though_the_model_passed_it_over_and_a_moment_is_not() -> None:
+    chunk = [
+        said(1, ANA, "I'm a nurse, I work night shifts"),
+        said(2, BEN, "I live in Lyon, right by the river"),
+        said(3, ANA, "my cat Miso just turned three"),
+        said(4, BEN, "I had pasta for lunch"),  # a moment: only the model's choice keeps it
+    ]
+    facts = await facts_of(chunk, Answers({"self": ["m1"]}))
+    assert facts == {
+        ANA: ["Ana is a nurse", "Ana works night shifts", "Ana's cat Miso just turned three"],
+        BEN: ["Ben lives in Lyon, right by the river"],
+    }
+
+
 async def test_a_line_the_bot_cannot_write_goes_alone_to_a_short_rewrite_call_with_its_own_id() -> None:
     chunk = [
         said(1, ANA, "I live in Porto"),
@@ -326,10 +340,11 @@ async def test_an_answer_listing_every_line_under_one_kind_is_not_followed_under
 
 async def test_a_selection_counting_a_run_of_lines_is_not_choosing() -> None:
     chunk = [said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, 20)]
-    chunk += [said(20, ANA, "I live in Porto"), said(21, BEN, "I work as a carpenter")]
+    chunk += [said(20, ANA, "I live in Porto"), said(21, BEN, "I watched the match")]
     counted = Answers({"self": ["m20"], "community": [f"m{n}" for n in range(3, 15)]}, {"facts": []})
-    assert await facts_of(chunk, counted) == {ANA: ["Ana lives in Porto"], BEN: ["Ben works as a carpenter"]}
-    few = Answers({"self": ["m20"], "community": ["m3", "m4", "m5"]}, {"facts": []})  # a choice: followed
+    assert await facts_of(chunk, counted) == {ANA: ["Ana lives in Porto"], BEN: ["Ben watched the match"]}
+    # a choice is followed: the evening's match it passed over is not written (what lasts would be)
+    few = Answers({"self": ["m20"], "community": ["m3", "m4", "m5"]}, {"facts": []})
     assert await facts_of(chunk, few) == {ANA: ["Ana lives in Porto"]}
 
 
