@@ -116,6 +116,14 @@ _BEEN = re.compile(
     re.I,
 )
 
+# A gerund that is the subject of its own verb: "dancing brings me joy", "cooking with friends is the
+# best", "running can wait". Nothing of the speaker's doing is said, so nothing is written of them.
+_GERUND_SUBJECT = re.compile(
+    r"^(?:(?!that\b|which\b|who\b)[\w'-]+\s+){0,3}?(?:is|was|has|had|makes|made|brings|keeps|helps|gives|takes"
+    r"|feels|felt|seems|sounds|gets|costs|means|can|could|will|would|should|must|might|may|does|did|isn't"
+    r"|wasn't|doesn't|never|always|really|just)\b",
+    re.I,
+)
 # What someone is doing at the moment, not what they do: "running on fumes today", "cooking rn".
 _NOW = re.compile(
     r"\b(?:today|tonight|now|rn|right now|atm|at the moment|late|this (?:morning|afternoon|evening))\b", re.I
@@ -178,6 +186,8 @@ def with_subject(clause: str) -> str:
     if opening := _OPENING.match(clause):
         verb = opening.group("verb").lower()
         rest = opening.group("rest").strip()
+        if verb.endswith("ing") and _GERUND_SUBJECT.match(rest):
+            return clause
         if (base := _PAST_FORMS.get(verb)) is not None:
             needed = _CHANGE_NEXT.get(base)
             if (needed.match(rest) if needed else not _PRONOUN_OBJECT.match(rest)) and rest:

@@ -25,6 +25,7 @@ from bot.memory.implied_subject import with_subject
         ("work at a bakery on weekends", "I work at a bakery on weekends"),
         ("speak four languages", "I speak four languages"),
         ("running a small bakery since 2019", "I'm running a small bakery since 2019"),
+        ("coaching a team that is top of the league", "I'm coaching a team that is top of the league"),
         ("swimming every morning before work", "I do swimming every morning before work"),
         ("teacher here", "I'm a teacher"),
         ("dental hygienist now", "dental hygienist now"),  # not an occupation the bot knows: as it is
@@ -59,6 +60,10 @@ def test_a_statement_without_its_subject_gets_the_speakers(clause: str, written:
         "the teacher was late",
         "we got a new channel for memes",  # the server's, not a household's
         "I live in Leeds",  # said already
+        "Dancing brings me joy",  # the activity is the subject: nothing said of the speaker's doing
+        "painting with friends is the best",
+        "swimming every day keeps me sane",
+        "cooking can wait",
     ],
 )
 def test_a_look_alike_keeps_its_words(clause: str) -> None:
