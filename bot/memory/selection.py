@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 UNSELECTIVE_SHARE = 0.8
 UNSELECTIVE_MIN_LINES = 10
 COUNTING_SHARE = 0.5  # ... and so does a run of consecutive lines longer than this share of them
+# A shorter run in an answer that otherwise chooses is the model counting for a stretch (the 1.5B model
+# chose 6 lines for itself, then listed m41 .. m47 as sensitive): those lines are read by the bot alone.
+COUNTED_RUN = 5
 SELECT_BASE_TOKENS = 64
 SELECT_TOKENS_PER_LINE = 5
 SELECT_EPISODE_TOKENS = 320
@@ -72,7 +75,8 @@ def write_selected(
     them and keep their words out of the channel's episode. An answer that lists nearly every line
     under any kind (UNSELECTIVE_SHARE) is not choosing, and none of its lists is followed: the bot
     reads every line for what it can write itself, no line goes to a model, and no line is sensitive
-    or the server's on the model's word (`durable.sensitive` still judges).
+    or the server's on the model's word (`durable.sensitive` still judges). So are the lines of a run of
+    COUNTED_RUN or more consecutive lines in any list of an answer that otherwise chooses (`counted`).
     """
     messages = {m.message_id: m for m in chunk}
     humans = human_lines(chunk, local_ids)
@@ -80,6 +84,17 @@ def write_selected(
     choosing = all([_telling(kind, ids, humans) for kind, ids in kinds.items()])
     if not choosing:  # its other lists are no better: every line is read by the bot alone
         selection = SelectionResult.model_validate({"self": humans, "episodes": selection.episodes})
+    runs = counted(list(kinds.values()), humans) if choosing else set()
+    if runs:
+        log.info("the model counted through %d lines in a row; the bot reads them alone", len(runs))
+        selection = SelectionResult.model_validate(
+            {
+                "self": [i for i in selection.own if i not in runs] + [i for i in humans if i in runs],
+                "sensitive": [i for i in selection.sensitive if i not in runs],
+                "community": [i for i in selection.community if i not in runs],
+                "episodes": selection.episodes,
+            }
+        )
     names = set().union(*(content_words(h) for h in handles.values())) if handles else set()
     written = Written()
     for line in selection.lines:
@@ -100,7 +115,7 @@ def write_selected(
         speaker = handles[message.author_id]
         clauses = own_clauses(text, speaker, names)
         if clauses is None:
-            if choosing:  # an answer that does not choose sends no line to a model
+            if choosing and line.id not in runs:  # only lines the model chose go to a model
                 written.rewrite.append(line.id)
             continue
         written.facts.extend(
@@ -179,6 +194,27 @@ def not_choosing(ids: list[str], humans: list[str]) -> str | None:
     if len(chosen) < UNSELECTIVE_SHARE * len(humans) and longest <= COUNTING_SHARE * len(humans):
         return None
     return f"{len(chosen)} of {len(humans)} lines, {longest} in a row"
+
+
+def counted(lists: list[list[str]], humans: list[str]) -> set[str]:
+    """The lines of every run of COUNTED_RUN or more consecutive human lines (in transcript order) that
+    one of `lists` holds: where the model counted rather than chose, whatever kind it gave them. Nothing
+    in a chunk too small to tell (UNSELECTIVE_MIN_LINES), where a run may well be every line that says
+    something."""
+    found: set[str] = set()
+    if len(humans) < UNSELECTIVE_MIN_LINES:
+        return found
+    for ids in lists:
+        chosen = set(ids)
+        run: list[str] = []
+        for local in [*humans, ""]:  # "" ends the last run
+            if local in chosen:
+                run.append(local)
+                continue
+            if len(run) >= COUNTED_RUN:
+                found.update(run)
+            run = []
+    return found
 
 
 def counting(selection: SelectionResult, humans: list[str]) -> bool | None:

@@ -348,6 +348,22 @@ async def test_a_selection_counting_a_run_of_lines_is_not_choosing() -> None:
     assert await facts_of(chunk, few) == {ANA: ["Ana lives in Porto"]}
 
 
+async def test_lines_a_choosing_model_counted_through_are_read_by_the_bot_alone() -> None:
+    chunk = [*chatter(9), said(10, ANA, "I'm left-handed, which is why my handwriting looks like that")]
+    chunk += [said(11, BEN, "I also started freediving on weekends"), said(12, ANA, "I have diabetes")]
+    chunk += [said(13, BEN, "professeur."), said(14, ANA, "lol same"), *chatter(20)[14:]]
+    chunk.append(said(21, BEN, "I work as a carpenter"))
+    run = [f"m{n}" for n in range(9, 15)]  # six lines in a row, all "sensitive": a count, not a choice
+    model = Answers({"self": ["m21", "m13"], "sensitive": run}, {"facts": []})
+    assert await facts_of(chunk, model) == {
+        ANA: ["Ana is left-handed"],
+        BEN: ["Ben works as a carpenter", "Ben also started freediving on weekends"],
+    }  # diabetes stays out by the bot's own floor; nothing it read alone goes to a model
+    assert [task for task, _, _ in model.calls] == [SELECT_TASK]
+    short = Answers({"self": ["m21"], "sensitive": ["m10", "m11", "m12"]}, {"facts": []})  # a choice
+    assert await facts_of(chunk, short) == {BEN: ["Ben works as a carpenter"]}
+
+
 def chatter(count: int) -> list[BufferedMessage]:
     return [
         said(n, ANA if n % 2 else BEN, f"chatter number {n} about the weather") for n in range(1, count + 1)
