@@ -42,8 +42,8 @@ from bot.config import Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.consolidate import resolved
 from bot.memory.extract import extract_chunk
+from bot.memory.model_ports import Purpose
 from bot.memory.models import COMMUNITY_ID, BufferedMessage, Decision, NewFact, Operation
-from bot.memory.ports import Purpose
 from bot.memory.prompts.consolidation import CONSOLIDATE_SYSTEM, ConsolidationResult, consolidation_prompt
 from bot.memory.service import MemoryService
 from bot.storage import Store

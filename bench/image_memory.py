@@ -77,7 +77,7 @@ async def child(base: str, size: int) -> None:
     """The measured process: one line of JSON per step, with VmHWM, VmRSS, seconds and images sent."""
     from bot.config import Settings
     from bot.discord_bot.attachments import AttachmentReader, attachment_limits
-    from bot.memory.ports import InlineData
+    from bot.memory.model_ports import InlineData
 
     def report(step: str, started: float, images: int = 0) -> None:
         figures = {"step": step, "images": images, "hwm_mb": status_mb("VmHWM"), "rss_mb": status_mb("VmRSS")}

@@ -22,7 +22,7 @@ from bot.chat.tool_rounds import answer_with_tools
 from bot.config import DEFAULT_PERSONA, Settings
 from bot.llm.gemini import GeminiClient
 from bot.memory.lookup import LookupRequest
-from bot.memory.ports import ChatTurn, ToolCall
+from bot.memory.model_ports import ChatTurn, ToolCall
 from bot.memory.recall import Audience, Participant
 from standins.brain import remembered_reply, search_call
 

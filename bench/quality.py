@@ -69,8 +69,8 @@ from bench.quality_script import Case, Truth, fold, matches
 from bot.app import Models, extraction_mode, open_memory, open_models, open_store
 from bot.config import Settings, load_settings
 from bot.memory.consolidate import Consolidator, cosine_distance
+from bot.memory.model_ports import Purpose
 from bot.memory.models import COMMUNITY_NAME, AppliedChange, Fact, NewFact
-from bot.memory.ports import Purpose
 from bot.storage import Store
 
 DECIDE_GROUP = 5

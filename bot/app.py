@@ -25,8 +25,8 @@ from bot.memory.capture import FlushPolicy
 from bot.memory.counting import ASK_AGAIN_EVERY, STOP_AFTER
 from bot.memory.extract import SELECT, counts_lines
 from bot.memory.maintenance import Maintenance
+from bot.memory.model_ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
 from bot.memory.policy import ConsolidationPolicy, MemoryPolicy, RecallPolicy
-from bot.memory.ports import ChatModel, ChatTurn, Embedder, InlineData, JsonModel, ModelError, Purpose
 from bot.memory.prompts.remembering import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.service import MemoryService
 from bot.processes import process_holder

@@ -38,6 +38,7 @@ from bot.chat.prompts import FORGET_TOOL, REMEMBER_TOOL
 from bot.chat.reply import CHARS_PER_TOKEN, QUERY_TURNS, Replier, ReplyRequest, ready
 from bot.config import Settings
 from bot.memory.events import Learned, MemoryEvent, ModelFailed
+from bot.memory.model_ports import ChatModel, ChatTurn, ModelError, ModelKeyRejected, ModelRefusal, ToolCall
 from bot.memory.models import (
     TERMINAL_SCOPE,
     AppliedChange,
@@ -49,7 +50,6 @@ from bot.memory.models import (
     positive_number,
     utcnow,
 )
-from bot.memory.ports import ChatModel, ChatTurn, ModelError, ModelKeyRejected, ModelRefusal, ToolCall
 from bot.memory.recall import Audience, Participant
 from bot.memory.remembering import RememberRequest, asks_to_remember
 from bot.memory.service import MemoryService

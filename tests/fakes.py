@@ -11,7 +11,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.memory.ports import ChatTool, ChatTurn, ModelBadAnswer, ModelError, PartialCheck, Purpose, ToolCall
+from bot.memory.model_ports import (
+    ChatTool,
+    ChatTurn,
+    ModelBadAnswer,
+    ModelError,
+    PartialCheck,
+    Purpose,
+    ToolCall,
+)
 from standins.brain import read_chunk
 
 T = TypeVar("T", bound=BaseModel)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.memory.ports import ChatTool, ChatTurn
+from bot.memory.model_ports import ChatTool, ChatTurn
 
 CHAT_MEMORY_PREAMBLE = (
     "The block below holds background data about the people in this conversation, gathered from what "

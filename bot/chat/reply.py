@@ -29,8 +29,8 @@ from bot.chat.prompts import (
 )
 from bot.chat.tool_rounds import ToolHandler, answer_with_tools
 from bot.memory.lookup import LookupRequest
+from bot.memory.model_ports import REPLY_CUT_NOTE, ChatModel, ChatTool, ChatTurn, ToolCall
 from bot.memory.models import PersonSettings, utcnow
-from bot.memory.ports import REPLY_CUT_NOTE, ChatModel, ChatTool, ChatTurn, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
 from bot.memory.text import cut
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from bot.memory.ports import ChatModel, ChatTool, ChatTurn, ToolCall, ToolResult
+from bot.memory.model_ports import ChatModel, ChatTool, ChatTurn, ToolCall, ToolResult
 
 MAX_TOOL_ROUNDS = 2  # lookups per reply, then the model must answer
 MAX_CALLS_PER_ROUND = 3  # calls answered in one round; more are told to wait

@@ -16,9 +16,9 @@ from bot.cli.common import EXIT_PROBLEM, CliError, Commands, emit, in_event_loop
 from bot.cli.progress import Progress
 from bot.config import Settings
 from bot.memory.importing import ImportReport, import_lines
+from bot.memory.model_ports import Purpose
 from bot.memory.models import MAX_FACT_CHARS, Fact
 from bot.memory.portable import UnreadableFile, fact_record, read_import_lines
-from bot.memory.ports import Purpose
 
 
 def register(commands: Commands) -> None:

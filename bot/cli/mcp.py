@@ -12,7 +12,7 @@ from bot.cli import arguments
 from bot.cli.common import CliError, Commands, require_database
 from bot.cli.run import person
 from bot.config import Settings
-from bot.memory.ports import Purpose
+from bot.memory.model_ports import Purpose
 
 DEFAULT_PORT = 8780  # --http's; not 8765, where the README runs its local model server
 

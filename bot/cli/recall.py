@@ -14,8 +14,8 @@ from bot.app import open_memory, provider_name
 from bot.cli import arguments
 from bot.cli.common import EXIT_PROBLEM, CliError, Commands, emit, in_event_loop, require_database
 from bot.config import Settings
+from bot.memory.model_ports import Purpose
 from bot.memory.portable import UnreadableFile, jsonl_objects, scope_field, user_field
-from bot.memory.ports import Purpose
 from bot.memory.recall import Audience, Participant
 
 RECALL_BATCH = 100  # queries of a --queries file embedded in one request

@@ -24,8 +24,8 @@ from bot.config import Settings
 from bot.discord_bot.discord_text import split_message
 from bot.gist import plural as plural  # the widgets, cogs and MCP count with it from here
 from bot.memory.events import Forgotten, Learned, MemoryEvent, ModelFailed, OptedIn, OptedOut, Skipped
+from bot.memory.model_ports import Purpose
 from bot.memory.models import COMMUNITY_ID, AppliedChange, Decision, guild_id_of
-from bot.memory.ports import Purpose
 
 log = logging.getLogger(__name__)
 

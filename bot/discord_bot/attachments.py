@@ -39,7 +39,7 @@ from PIL import Image, ImageOps
 from yarl import URL
 
 from bot.config import Settings
-from bot.memory.ports import InlineData, TurnPart
+from bot.memory.model_ports import InlineData, TurnPart
 from bot.memory.text import MAX_NAME_CHARS, clean
 
 log = logging.getLogger(__name__)

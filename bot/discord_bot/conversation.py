@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import discord
 
 from bot.discord_bot.discord_text import speaker_name
-from bot.memory.ports import ChatTurn, TurnPart
+from bot.memory.model_ports import ChatTurn, TurnPart
 from bot.memory.text import clean, strip_background_blocks
 
 

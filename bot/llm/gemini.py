@@ -27,7 +27,7 @@ from bot.llm.answers import MalformedAnswer, checked_vectors, normalised, read_a
 from bot.llm.pace import MAX_DEADLINE_SECONDS
 from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
-from bot.memory.ports import (
+from bot.memory.model_ports import (
     REPLY_CUT_NOTE,
     ChatTool,
     ChatTurn,

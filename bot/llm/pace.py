@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from bot.memory.ports import Purpose
+from bot.memory.model_ports import Purpose
 
 MARGIN = 3.0
 KEEP = 8  # recent calls remembered per purpose

@@ -28,7 +28,7 @@ from bot.llm.answers import MalformedAnswer, OffSchemaAnswer
 from bot.llm.pace import Pace
 from bot.llm.schedule import EndpointGate
 from bot.llm.usage import Usage
-from bot.memory.ports import ModelBadAnswer, ModelError, ModelKeyRejected, ModelRefusal, Purpose
+from bot.memory.model_ports import ModelBadAnswer, ModelError, ModelKeyRejected, ModelRefusal, Purpose
 
 R = TypeVar("R")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.gist import plural
-from bot.memory.ports import Purpose, current_usage_scope
+from bot.memory.model_ports import Purpose, current_usage_scope
 
 
 class Counters:

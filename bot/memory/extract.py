@@ -21,8 +21,8 @@ from bot.memory.community import accept_community, chunk_channels
 from bot.memory.counting import CountingWatch
 from bot.memory.dates import absolute_dates
 from bot.memory.durable import chatter, holds_secret, of_the_moment, secret_values, sensitive, statements
+from bot.memory.model_ports import JsonModel, ModelCutOff, Purpose, answer_budget
 from bot.memory.models import MAX_FACT_CHARS, BufferedMessage, NewEpisode, NewFact, guild_id_of, utcnow
-from bot.memory.ports import JsonModel, ModelCutOff, Purpose, answer_budget
 from bot.memory.prompts.extraction import REWRITE_SYSTEM, ExtractionResult, extract_system, extraction_prompt
 from bot.memory.prompts.selection import SelectionResult, select_system
 from bot.memory.selection import counting, human_lines, select_budget, selection_check, write_selected

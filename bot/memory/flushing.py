@@ -23,9 +23,7 @@ from bot.memory.counting import CountingWatch
 from bot.memory.events import Learned, MemoryEvent, ModelFailed, Skipped
 from bot.memory.extract import extract_chunk
 from bot.memory.leases import Leases, channel_key
-from bot.memory.models import AppliedChange, BufferedMessage, NewEpisode, NewFact
-from bot.memory.policy import MemoryPolicy
-from bot.memory.ports import (
+from bot.memory.model_ports import (
     JsonModel,
     ModelBadAnswer,
     ModelCutOff,
@@ -33,10 +31,11 @@ from bot.memory.ports import (
     ModelKeyRejected,
     ModelRefusal,
     Purpose,
-    Storage,
-    StorageWorker,
     usage_scope,
 )
+from bot.memory.models import AppliedChange, BufferedMessage, NewEpisode, NewFact
+from bot.memory.policy import MemoryPolicy
+from bot.memory.ports import Storage, StorageWorker
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.memory.consolidate import Consolidator
+from bot.memory.model_ports import Embedder
 from bot.memory.models import AppliedChange, Decision, NewFact
-from bot.memory.ports import Embedder, Storage, StorageWorker
+from bot.memory.ports import Storage, StorageWorker
 
 if TYPE_CHECKING:
     from bot.memory.service import MemoryService

@@ -15,8 +15,9 @@ from typing import Any
 
 from bot.memory.counting import STATE_KEY as COUNTING_STATE
 from bot.memory.counting import described
+from bot.memory.model_ports import Embedder, ModelError
 from bot.memory.models import Fact, FactStatus
-from bot.memory.ports import Embedder, ModelError, Storage, StorageWorker
+from bot.memory.ports import Storage, StorageWorker
 
 log = logging.getLogger(__name__)
 

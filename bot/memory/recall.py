@@ -27,8 +27,9 @@ from typing import Protocol
 from xml.sax.saxutils import escape, quoteattr
 
 from bot.memory.about import asked_about
+from bot.memory.model_ports import Embedder
 from bot.memory.models import COMMUNITY_ID, Episode, Fact, ScoredFact, guild_id_of, iso, utcnow
-from bot.memory.ports import Embedder, Storage, StorageWorker
+from bot.memory.ports import Storage, StorageWorker
 from bot.memory.shared import point_links, said_by, served_episode, served_fact
 from bot.memory.text import xml_safe
 from bot.memory.timespan import Span, time_span

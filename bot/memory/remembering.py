@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.memory.durable import holds_secret, secret_values
+from bot.memory.model_ports import JsonModel, Purpose, answer_budget
 from bot.memory.models import MAX_FACT_CHARS, Decision, Fact, NewFact, Origin
-from bot.memory.ports import JsonModel, Purpose, answer_budget
 from bot.memory.prompts.remembering import REMEMBER_SYSTEM, RememberResult, remember_prompt
 from bot.memory.text import clean, stems, strip_background_blocks, worth_reading
 from bot.memory.third_person import third_person

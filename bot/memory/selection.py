@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from bot.memory.clauses import FIRST_PERSON_WORD, own_clauses
 from bot.memory.durable import statements
 from bot.memory.lasting import lasting
+from bot.memory.model_ports import PartialCheck
 from bot.memory.models import BufferedMessage
-from bot.memory.ports import PartialCheck
 from bot.memory.prompts.community import CommunityFact
 from bot.memory.prompts.extraction import ExtractedFact
 from bot.memory.prompts.selection import LINE_KINDS, SELF_NAMES, SelectionResult

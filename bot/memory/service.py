@@ -6,6 +6,10 @@ edits and deletions, recall with opt-outs left out, remembering on request, peop
 control (forget, correct, list, export). It composes `switches` (opt-outs, guild settings, where a
 person may be remembered), `flusher` (a channel's chunk read and consolidated), `importing`, `lookup`
 (the chat model's search_memory) and `upkeep` (the background rounds).
+
+Its length: the width of what the front-ends may ask, not work of its own. Most methods are a docstring
+and a delegation to the module that does the job; splitting the facade would make every front-end
+hold several objects and keep them in step.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from bot.memory.importing import ImportTriage, import_facts, sort_for_import
 from bot.memory.leases import Holder, Leases
 from bot.memory.lookup import LookupRequest, facts_by_id, search_memory
 from bot.memory.maintenance import USAGE_STATE
+from bot.memory.model_ports import Embedder, JsonModel
 from bot.memory.models import (
     COMMUNITY_ID,
     MAX_FACT_CHARS,
@@ -46,7 +51,7 @@ from bot.memory.models import (
     utcnow,
 )
 from bot.memory.policy import MemoryPolicy
-from bot.memory.ports import Embedder, JsonModel, Storage, StorageWorker
+from bot.memory.ports import Storage, StorageWorker
 from bot.memory.recall import Audience, Participant, Recaller, RecallResult, fuse_allowed, gather_hits
 from bot.memory.remembering import Remembered, RememberRequest, remembered_facts
 from bot.memory.shared import served_episode, served_fact

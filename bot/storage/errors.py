@@ -10,7 +10,7 @@
                                 or another model's vectors, a re-embedding is unfinished): a refusal
                                 before any row is copied, not a failure part way
 
-The model side's errors are the engine's ports' (`bot/memory/ports.py`, ModelError and its kinds).
+The model side's errors are the engine's model ports' (`bot/memory/model_ports.py`, ModelError and its kinds).
 """
 
 

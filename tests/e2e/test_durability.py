@@ -13,7 +13,7 @@ import pytest
 from bot.app import memory_policy
 from bot.llm.gemini import GeminiClient
 from bot.memory.capture import FlushPolicy
-from bot.memory.ports import ModelError, Purpose
+from bot.memory.model_ports import ModelError, Purpose
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, Store
 from standins.brain import FakeBrain

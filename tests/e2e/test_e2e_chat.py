@@ -23,8 +23,8 @@ from bot.discord_bot.discord_text import STREAMING_MARKER
 from bot.llm.retry import THINKING_TOKENS
 from bot.memory.extract import MAX_FACTS_PER_CHUNK, MAX_FACTS_PER_SPEAKER
 from bot.memory.flushing import MAX_BAD_ANSWERS
+from bot.memory.model_ports import ModelBadAnswer, ModelError
 from bot.memory.models import NewFact
-from bot.memory.ports import ModelBadAnswer, ModelError
 from bot.memory.prompts.extraction import EXTRACT_TASK
 from standins.brain import last_user_text, read_chunk, system_text
 from standins.discord.model import thread_payload

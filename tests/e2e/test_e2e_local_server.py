@@ -12,7 +12,7 @@ import pytest
 
 from bot.discord_bot import streaming
 from bot.discord_bot.discord_text import STREAMING_MARKER
-from bot.memory.ports import Purpose
+from bot.memory.model_ports import Purpose
 from tests.e2e import world as world_module
 from tests.e2e.world import World, eventually, world
 

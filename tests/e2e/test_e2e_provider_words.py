@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.memory.flushing import MAX_BAD_ANSWERS
-from bot.memory.ports import ModelError
+from bot.memory.model_ports import ModelError
 from bot.memory.prompts.extraction import EXTRACT_TASK
 from bot.memory.prompts.selection import SELECT_TASK
 from standins.brain import system_text

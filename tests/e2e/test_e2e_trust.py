@@ -16,8 +16,8 @@ from bot.discord_bot.ui.owned import NOT_YOURS
 from bot.memory import consult
 from bot.memory.consult import Reader
 from bot.memory.flushing import MAX_BAD_ANSWERS
+from bot.memory.model_ports import ModelBadAnswer
 from bot.memory.models import Fact
-from bot.memory.ports import ModelBadAnswer
 from bot.memory.prompts.consolidation import CONSOLIDATE_TASK
 from bot.memory.prompts.extraction import EXTRACT_TASK
 from bot.memory.recall import Audience, Participant

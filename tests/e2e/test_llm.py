@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from bot.config import Settings
 from bot.llm.gemini import GeminiClient
-from bot.memory.ports import (
+from bot.memory.model_ports import (
     ChatTool,
     ChatTurn,
     InlineData,

@@ -23,7 +23,7 @@ from bot.llm.openai_compat import OpenAICompatClient, endpoint_name
 from bot.llm.openai_compat import features as features_module
 from bot.llm.openai_compat.features import IGNORED_EVIDENCE
 from bot.llm.openai_compat.messages import NO_IMAGE, NO_TOOLS
-from bot.memory.ports import (
+from bot.memory.model_ports import (
     ChatTool,
     ChatTurn,
     InlineData,

@@ -19,8 +19,15 @@ from bot.memory import service as service_module
 from bot.memory.capture import FlushPolicy
 from bot.memory.events import MemoryEvent, Skipped
 from bot.memory.flushing import ISOLATION_SHARE, MAX_BAD_ANSWERS
+from bot.memory.model_ports import (
+    ModelBadAnswer,
+    ModelCutOff,
+    ModelError,
+    ModelRefusal,
+    Purpose,
+    answer_budget,
+)
 from bot.memory.models import BufferedMessage, NewFact
-from bot.memory.ports import ModelBadAnswer, ModelCutOff, ModelError, ModelRefusal, Purpose, answer_budget
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage

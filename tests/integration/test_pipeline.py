@@ -16,8 +16,8 @@ from bot.config import Settings
 from bot.memory.events import Forgotten, Learned, MemoryEvent
 from bot.memory.extract import SELECT
 from bot.memory.flushing import MAX_BAD_ANSWERS
+from bot.memory.model_ports import ModelBadAnswer, ModelRefusal, Purpose
 from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact
-from bot.memory.ports import ModelBadAnswer, ModelRefusal, Purpose
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore, Store
 from tests.fakes import DIMS, FakeEmbedder, FakeLLM, angled, unit

@@ -11,9 +11,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.memory.model_ports import Purpose
 from bot.memory.models import BufferedMessage, NewFact, iso, utcnow
 from bot.memory.portable import read_import_lines
-from bot.memory.ports import Purpose
 from bot.memory.recall import Audience, Participant
 from bot.memory.service import MemoryService
 from bot.storage import Store

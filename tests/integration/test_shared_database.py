@@ -18,7 +18,8 @@ import pytest
 from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.leases import Leases, channel_key, person_key
-from bot.memory.ports import Purpose, Storage
+from bot.memory.model_ports import Purpose
+from bot.memory.ports import Storage
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
 from bot.storage import AsyncStore

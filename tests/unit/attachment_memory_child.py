@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from aiohttp import web
 
 from bot.discord_bot.attachments import AttachmentLimits, AttachmentReader
-from bot.memory.ports import InlineData
+from bot.memory.model_ports import InlineData
 
 
 def peak_mb() -> float:

@@ -24,7 +24,7 @@ from bot.discord_bot.attachments import (
     kind_of,
     read_text,
 )
-from bot.memory.ports import InlineData
+from bot.memory.model_ports import InlineData
 
 
 def test_images_and_text_files_are_read_by_type_else_by_name_and_nothing_else_is() -> None:

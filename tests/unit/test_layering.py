@@ -301,3 +301,19 @@ def test_no_cog_imports_another_cog_and_the_widgets_import_none() -> None:
     assert len(widgets) > 5 and not any(is_cog(p) for p in widgets)
     for path in sorted((ROOT / "bot").rglob("*.py")):
         assert imports_of(path) & cogs == set(), module_name(path)
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_a_module_over_600_lines_says_in_its_docstring_why_its_one_job_needs_them() -> None:
+    """A long module is usually several jobs; the few whose one job needs the length say so ("Its
+    length: ..."), and a module that grows past the bound without that sentence fails here."""
+    long_without_reason = []
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_MODULE_LINES and "Its length:" not in (
+            ast.get_docstring(ast.parse(text)) or ""
+        ):
+            long_without_reason.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert long_without_reason == []

@@ -22,7 +22,7 @@ from bot.llm.answers import (
 from bot.llm.openai_compat.written_calls import calls_written_as_text
 from bot.llm.retry import RetryingClient, retry_after
 from bot.llm.usage import Usage, tokens
-from bot.memory.ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose, ToolCall, usage_scope
+from bot.memory.model_ports import ModelBadAnswer, ModelError, ModelRefusal, Purpose, ToolCall, usage_scope
 from bot.memory.prompts.extraction import ExtractionResult
 
 

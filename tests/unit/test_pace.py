@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.llm.pace import MARGIN, MAX_DEADLINE_SECONDS, Pace
-from bot.memory.ports import Purpose
+from bot.memory.model_ports import Purpose
 
 
 def test_the_setting_until_the_endpoint_has_shown_its_pace() -> None:

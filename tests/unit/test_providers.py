@@ -18,7 +18,7 @@ from bot.llm import providers
 from bot.llm.providers import DistanceCuts, Part, Provider, ProviderSettings
 from bot.llm.retry import RetryingClient
 from bot.llm.usage import Usage
-from bot.memory.ports import Purpose
+from bot.memory.model_ports import Purpose
 
 STANDIN = Provider(
     name="standin",

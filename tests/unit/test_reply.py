@@ -15,8 +15,8 @@ from bot.chat import reply as reply_module
 from bot.chat.prompts import CHAT_MEMORY_PREAMBLE, chat_persona
 from bot.chat.reply import LOOKUP_FAILED, Replier, Reply, ReplyRequest, Used, ready
 from bot.memory.lookup import LookupRequest
+from bot.memory.model_ports import REPLY_CUT_NOTE, ChatTurn, ModelError, ToolCall
 from bot.memory.models import PersonSettings, utcnow
-from bot.memory.ports import REPLY_CUT_NOTE, ChatTurn, ModelError, ToolCall
 from bot.memory.recall import Audience, Participant, RecallResult
 from tests.fakes import Scripted
 

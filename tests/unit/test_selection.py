@@ -12,8 +12,8 @@ from pydantic import BaseModel, ValidationError
 from bot.memory.clauses import own_clauses
 from bot.memory.durable import sensitive
 from bot.memory.extract import SELECT, extract_chunk
+from bot.memory.model_ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.models import COMMUNITY_ID, BufferedMessage
-from bot.memory.ports import ModelBadAnswer, ModelCutOff, PartialCheck, Purpose, answer_budget
 from bot.memory.prompts.extraction import REWRITE_TASK
 from bot.memory.prompts.selection import SELECT_TASK, SelectionResult
 from bot.memory.selection import select_budget, selection_check

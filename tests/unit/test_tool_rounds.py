@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.chat.tool_rounds import FAILED, MAX_CALLS_PER_ROUND, TOO_MANY, answer_with_tools
 from bot.memory.lookup import MAX_ARG_CHARS, LookupRequest
-from bot.memory.ports import ChatTool, ChatTurn, ToolCall
+from bot.memory.model_ports import ChatTool, ChatTurn, ToolCall
 from bot.memory.timespan import MAX_DAYS_BACK, time_span
 from tests.fakes import Scripted
 

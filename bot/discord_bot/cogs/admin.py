@@ -5,6 +5,9 @@ Discord shows these commands only to members with Manage Server; the cog checks 
 in autocomplete), because a server-side override could expose them and they reveal other people's facts.
 Community facts and episodes are listed, corrected and forgotten only where the admin can read what they
 were made from. Every action is noted in the admin log, with ids, never texts.
+
+Its length: one slash-command group's handlers, which discord.py binds to one Cog class; the widgets
+they use live in `discord_bot/ui/`.
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ from bot.discord_bot.discord_text import STREAMING_MARKER, speaker_name, streami
 from bot.discord_bot.streaming import Streamed, past_rate_limits
 from bot.discord_bot.ui import forgetting
 from bot.discord_bot.ui.used_memories import used_view
-from bot.memory.models import BufferedMessage, guild_scope, iso
-from bot.memory.ports import (
+from bot.memory.model_ports import (
     ChatTurn,
     ModelError,
     ModelKeyRejected,
@@ -32,6 +31,7 @@ from bot.memory.ports import (
     TurnPart,
     usage_scope,
 )
+from bot.memory.models import BufferedMessage, guild_scope, iso
 from bot.memory.recall import Participant
 from bot.memory.remembering import asks_to_remember
 from bot.memory.text import looks_blank, strip_background_blocks, strip_mentions, worth_reading

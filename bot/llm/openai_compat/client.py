@@ -32,7 +32,7 @@ from bot.llm.pace import MAX_DEADLINE_SECONDS
 from bot.llm.providers import endpoint_name
 from bot.llm.retry import THINKING_TOKENS, RetryingClient, retry_after
 from bot.llm.usage import Usage
-from bot.memory.ports import ChatTool, ChatTurn, ModelError, PartialCheck, Purpose, ToolCall
+from bot.memory.model_ports import ChatTool, ChatTurn, ModelError, PartialCheck, Purpose, ToolCall
 
 if TYPE_CHECKING:
     from bot.llm.providers import Part, ProviderSettings

@@ -15,7 +15,15 @@ from typing import Any
 
 from bot.llm.answers import MalformedAnswer
 from bot.llm.usage import Usage, tokens
-from bot.memory.ports import REPLY_CUT_NOTE, ChatTool, ChatTurn, InlineData, ModelRefusal, Purpose, ToolCall
+from bot.memory.model_ports import (
+    REPLY_CUT_NOTE,
+    ChatTool,
+    ChatTurn,
+    InlineData,
+    ModelRefusal,
+    Purpose,
+    ToolCall,
+)
 
 NO_IMAGE = "[an image the model cannot see: this endpoint takes no images]"
 # Said to a model whose endpoint takes no tools, so it never claims to have done what only a tool does.

@@ -14,7 +14,7 @@ from typing import Any
 from bot.llm.answers import MalformedAnswer
 from bot.llm.openai_compat.messages import usage_tokens
 from bot.llm.usage import Usage
-from bot.memory.ports import ModelCutOff, ModelError, ModelRefusal, PartialCheck, Purpose
+from bot.memory.model_ports import ModelCutOff, ModelError, ModelRefusal, PartialCheck, Purpose
 
 
 def require_json(response: Any, where: str) -> None:

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from bot.memory.ports import ToolCall
+from bot.memory.model_ports import ToolCall
 
 # How small local models write a tool call as text when their server does not turn it into one:
 # a JSON object, in a code fence, in <tool_call> tags or in doubled braces.
