@@ -1,0 +1,313 @@
+"""The dashboard over real HTTP: uvicorn serving bot/web/ on 127.0.0.1, a member signing in through the
+Discord stand-in's OAuth2, and the engine on a real SQLite file with sqlite-vec (models faked, as the
+`service` fixture wires them). SQLite only for now: the pages call the same engine on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import uvicorn
+
+from bot.http_serving import listen
+from bot.memory.models import NewFact, Origin
+from bot.memory.service import MemoryService
+from bot.web.pages import build_app
+from bot.web.server import web_config
+from bot.web.sessions import COOKIE, Place, Session, SessionSigner
+from standins.discord import DiscordStandIn
+from tests.conftest import make_settings
+
+SECRET = "s" * 40
+
+
+@pytest.fixture
+def backend() -> str:
+    """SQLite only (see the module's docstring)."""
+    return "sqlite"
+
+
+@dataclass
+class Site:
+    """The dashboard at `url`, Discord's stand-in with ana and bob in Alpha, and the seeded facts' ids by
+    a word of each (keeps, writes, plays, lives)."""
+
+    url: str
+    discord: DiscordStandIn
+    database: Path
+    guild_id: int
+    facts: dict[str, int]
+
+    @property
+    def ana(self) -> dict[str, Any]:
+        return next(u for u in self.discord.users.values() if u["username"] == "ana")
+
+    @property
+    def bob(self) -> dict[str, Any]:
+        return next(u for u in self.discord.users.values() if u["username"] == "bob")
+
+    def rows(self, fact_id: int) -> list[tuple[str, str]]:
+        """The fact's row in the facts table, read from the file as any other reader would."""
+        with sqlite3.connect(self.database) as conn:
+            return conn.execute("SELECT user_id, text FROM facts WHERE id = ?", (fact_id,)).fetchall()
+
+
+@pytest.fixture
+async def site(tmp_path: Path, database: Path, service: MemoryService) -> AsyncIterator[Site]:
+    async with DiscordStandIn() as discord:
+        alpha, beta = discord.add_guild("Alpha"), discord.add_guild("Beta")
+        ana = discord.add_user("ana", guilds=[alpha.id, beta.id])
+        bob = discord.add_user("bob", guilds=[alpha.id])
+        general = alpha.channels["general"]
+        facts = await seed(service, f"guild:{alpha.id}", str(ana["id"]), str(bob["id"]), general)
+        sock = listen("127.0.0.1", 0)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        settings = make_settings(
+            tmp_path,
+            database,
+            discord_api_base_url=discord.api_base,
+            discord_client_id=str(discord.application_id),
+            discord_client_secret=discord.client_secret,
+            web_redirect_url=f"{url}/auth/callback",
+            web_session_secret=SECRET,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(build_app(service, web_config(settings)), lifespan="off", log_level="warning")
+        )
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        try:
+            yield Site(url, discord, database, alpha.id, facts)
+        finally:
+            server.should_exit = True
+            await serving
+            sock.close()
+
+
+async def seed(service: MemoryService, scope: str, ana: str, bob: str, channel: int) -> dict[str, int]:
+    said = iter(range(10**17, 10**17 + 100))
+
+    def fact(user: str, name: str, text: str, where: str = scope) -> NewFact:
+        message = str(next(said))
+        return NewFact(where, user, name, text, [message], origins={message: Origin(str(channel))})
+
+    await service.import_facts(
+        [
+            fact(ana, "ana", "ana keeps bees"),
+            fact(ana, "ana", "ana writes <script>alert(1)</script> in her notes"),
+            fact(bob, "bob", "bob plays the oboe"),
+            fact(ana, "ana", "ana lives in Porto", where="dm"),
+        ]
+    )
+    known = await service.export_facts(scope, None) + await service.export_facts("dm", None)
+    return {f.text.split()[1]: f.id for f in known}  # keeps, writes, plays, lives
+
+
+def browser() -> aiohttp.ClientSession:
+    """A client that keeps cookies for 127.0.0.1, as a browser would."""
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def sign_in(http: aiohttp.ClientSession, site: Site, who: dict[str, Any]) -> str:
+    """Sign in through the stand-in; the home page's HTML."""
+    site.discord.sign_in_as(who)
+    async with http.get(site.url + "/auth/login") as r:
+        assert r.status == 200 and str(r.url) == site.url + "/"
+        return await r.text()
+
+
+def csrf_of(page: str) -> str:
+    [token] = set(re.findall(r'name="csrf" value="([^"]+)"', page))
+    return token
+
+
+async def get(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
+    async with http.get(url, allow_redirects=False) as r:
+        return r.status, await r.text()
+
+
+async def post(http: aiohttp.ClientSession, url: str, form: dict[str, str]) -> tuple[int, str]:
+    async with http.post(url, data=form, allow_redirects=False) as r:
+        return r.status, await r.text()
+
+
+async def test_a_member_signs_in_and_sees_only_their_own_facts(site: Site) -> None:
+    async with browser() as http:
+        home = await sign_in(http, site, site.ana)
+        assert f'href="/memory/{site.guild_id}">Alpha' in home and 'href="/memory/dm"' in home
+        assert "Beta" not in home  # a server of hers where the bot holds nothing about her
+        async with http.get(f"{site.url}/memory/{site.guild_id}") as r:
+            page = await r.text()
+            headers = r.headers
+        assert (
+            "ana keeps bees" in page and "bob plays the oboe" not in page and "ana lives in Porto" not in page
+        )
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+        assert headers["Content-Security-Policy"].startswith("default-src 'self'")
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        assert "unsafe-inline" not in headers["Content-Security-Policy"]
+        assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Content-Type-Options"] == "nosniff"
+        assert (await get(http, f"{site.url}/memory/dm"))[1].count("ana lives in Porto") == 1
+        # a search finds hers only; a server she did not get listed for is not found
+        status, found = await get(http, f"{site.url}/memory/{site.guild_id}?q=oboe")
+        assert (
+            status == 200 and "bob plays the oboe" not in found and "No fact of yours here matches" in found
+        )
+        assert "ana keeps bees" in (await get(http, f"{site.url}/memory/{site.guild_id}?q=bee"))[1]
+        assert (await get(http, f"{site.url}/memory/{site.guild_id + 1}"))[0] == 404
+        async with http.get(site.url + "/static/style.css") as r:
+            assert r.status == 200 and r.headers["X-Content-Type-Options"] == "nosniff"
+    # the cookie is HttpOnly and SameSite=Lax, and not Secure over http
+    async with browser() as http:
+        site.discord.sign_in_as(site.ana)
+        async with http.get(site.url + "/auth/login", allow_redirects=False) as r:
+            cookie = r.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Secure" not in cookie
+
+
+async def start_sign_in(http: aiohttp.ClientSession, site: Site) -> str:
+    """Go to Discord and back up to the callback, not opening it: its URL, with the code and the state."""
+    async with http.get(site.url + "/auth/login", allow_redirects=False) as r:
+        to_discord = r.headers["Location"]
+    assert to_discord.startswith(site.discord.api_base + "/oauth2/authorize?")
+    async with http.get(to_discord, allow_redirects=False) as r:
+        return r.headers["Location"]
+
+
+async def test_a_forged_or_missing_state_is_refused(site: Site) -> None:
+    site.discord.sign_in_as(site.ana)
+    guild_page = f"{site.url}/memory/{site.guild_id}"
+    async with browser() as http:
+        back = await start_sign_in(http, site)
+        status, page = await get(http, re.sub(r"state=[^&]+", "state=forged", back))
+        assert status == 400 and "could not be checked" in page
+        assert (await get(http, guild_page))[0] == 303  # not signed in
+        back = await start_sign_in(http, site)
+        assert (await get(http, re.sub(r"&?state=[^&]+", "", back)))[0] == 400
+        assert (await get(http, guild_page))[0] == 303
+        back = await start_sign_in(http, site)  # the same flow with its own state signs her in
+        assert (await get(http, back))[0] == 303 and (await get(http, guild_page))[0] == 200
+    async with browser() as http, browser() as other:  # a callback another browser started
+        back = await start_sign_in(http, site)
+        assert (await get(other, back))[0] == 400
+        assert (await get(other, guild_page))[0] == 303
+
+
+async def test_a_post_without_or_with_a_wrong_csrf_token_is_refused_and_changes_nothing(site: Site) -> None:
+    bees = site.facts["keeps"]
+    async with browser() as http:
+        await sign_in(http, site, site.ana)
+        forget = f"{site.url}/memory/{site.guild_id}/facts/{bees}/forget"
+        correct = f"{site.url}/memory/{site.guild_id}/facts/{bees}/correct"
+        assert (await post(http, forget, {}))[0] == 403
+        assert (await post(http, forget, {"csrf": "x" * 32}))[0] == 403
+        status, page = await post(http, correct, {"csrf": "wrong", "text": "ana keeps wasps"})
+        assert status == 403 and "nothing was done" in page
+        assert (await post(http, site.url + "/auth/logout", {}))[0] == 403
+        assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 200  # still signed in
+    async with browser() as other, browser() as http:  # another member's token is not hers
+        token = csrf_of(await sign_in(other, site, site.bob))
+        await sign_in(http, site, site.ana)
+        assert (await post(http, forget, {"csrf": token}))[0] == 403
+    assert site.rows(bees) == [(str(site.ana["id"]), "ana keeps bees")]
+
+
+async def test_an_expired_or_forged_session_is_sent_to_sign_in(site: Site) -> None:
+    signer = SessionSigner(SECRET, 12 * 3600)
+    place = Place(f"guild:{site.guild_id}", "Alpha")
+    user = str(site.ana["id"])
+    old = Session(issued=time.time() - 12 * 3600 - 5, user_id=user, name="ana", places=(place,))
+    fresh = Session(issued=time.time(), user_id=user, name="ana", places=(place,))
+    forged = SessionSigner("t" * 40, 12 * 3600).dumps(fresh)
+    for value in (signer.dumps(old), forged, signer.dumps(fresh)[:-2] + "00"):
+        async with aiohttp.ClientSession(cookies={COOKIE: value}) as http:
+            async with http.get(f"{site.url}/memory/{site.guild_id}") as r:
+                assert str(r.url) == site.url + "/" and "Sign in with Discord" in await r.text()
+            forget = f"{site.url}/memory/{site.guild_id}/facts/{site.facts['keeps']}/forget"
+            assert (await post(http, forget, {"csrf": old.csrf}))[0] == 303
+    async with aiohttp.ClientSession(cookies={COOKIE: signer.dumps(fresh)}) as http:  # the same, in time
+        assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 200
+    assert site.rows(site.facts["keeps"])  # nothing was forgotten by the refused sessions
+
+
+async def test_another_members_fact_id_answers_like_an_unknown_one(site: Site) -> None:
+    oboe, porto, unknown = site.facts["plays"], site.facts["lives"], 10**15
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        base = f"{site.url}/memory/{site.guild_id}/facts"
+        answers = set()
+        for fact_id in (
+            oboe,
+            porto,
+            unknown,
+            "99999999999999999999999",
+        ):  # bob's, hers elsewhere, none, too big
+            answers.add(await post(http, f"{base}/{fact_id}/forget", {"csrf": csrf}))
+            answers.add(
+                await post(http, f"{base}/{fact_id}/correct", {"csrf": csrf, "text": "ana owns a boat"})
+            )
+            answers.add(await get(http, f"{base}/{fact_id}/correct"))
+        [(status, body)] = answers
+        assert status == 404 and "no such fact of yours in Alpha" in body
+    assert site.rows(oboe) == [(str(site.bob["id"]), "bob plays the oboe")]
+    assert site.rows(porto) == [(str(site.ana["id"]), "ana lives in Porto")]
+
+
+async def test_forget_one_removes_it_from_the_database(site: Site) -> None:
+    bees = site.facts["keeps"]
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        async with http.post(
+            f"{site.url}/memory/{site.guild_id}/facts/{bees}/forget", data={"csrf": csrf}
+        ) as r:
+            assert r.status == 200 and f"Forgot fact #{bees} for good." in await r.text()
+            assert "keeps bees" not in str(r.url)
+        assert "ana keeps bees" not in (await get(http, f"{site.url}/memory/{site.guild_id}"))[1]
+    assert site.rows(bees) == []
+    assert site.rows(site.facts["writes"])  # her other fact stays
+
+
+async def test_correct_changes_the_text(site: Site) -> None:
+    bees = site.facts["keeps"]
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        url = f"{site.url}/memory/{site.guild_id}/facts/{bees}/correct"
+        status, form = await get(http, url)
+        assert status == 200 and "ana keeps bees" in form and csrf_of(form) == csrf
+        status, refused = await post(http, url, {"csrf": csrf, "text": "x" * 501})
+        assert status == 400 and "at most 500 characters" in refused
+        async with http.post(url, data={"csrf": csrf, "text": "ana keeps three hives of bees"}) as r:
+            assert r.status == 200 and f"Corrected fact #{bees}." in await r.text()
+    assert site.rows(bees) == [(str(site.ana["id"]), "ana keeps three hives of bees")]
+
+
+async def test_export_returns_only_their_facts(site: Site) -> None:
+    async with browser() as http:
+        await sign_in(http, site, site.ana)
+        async with http.get(f"{site.url}/memory/{site.guild_id}/export.json") as r:
+            assert r.headers["Content-Disposition"].startswith("attachment;")
+            document = json.loads(await r.text())
+    assert document["scope"] == f"guild:{site.guild_id}"
+    assert {f["user_id"] for f in document["facts"]} == {str(site.ana["id"])}
+    assert sorted(f["text"] for f in document["facts"]) == [
+        "ana keeps bees",
+        "ana writes <script>alert(1)</script> in her notes",
+    ]
+
+
+async def test_signing_out_ends_the_session(site: Site) -> None:
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        async with http.post(site.url + "/auth/logout", data={"csrf": csrf}) as r:
+            assert "Sign in with Discord" in await r.text()
+        assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 303
