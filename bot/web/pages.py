@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
+MAX_PAGE = 100_000  # past it, the last page: an offset the database takes whatever is typed in the URL
 MAX_QUERY_CHARS = 200
 MAX_GUILDS_CHECKED = 200  # of the member's servers, the most whose memory is looked up at sign-in
 MAX_PLACES = 40  # the places a session lists (they travel in the cookie, which holds 4 KB)
@@ -189,7 +190,7 @@ class Pages:
 
     async def facts(self, request: Request, session: Session, place: Place) -> Response:
         query = request.query_params.get("q", "").strip()[:MAX_QUERY_CHARS]
-        page = positive_number(request.query_params.get("page", "1")) or 1
+        page = min(positive_number(request.query_params.get("page", "1")) or 1, MAX_PAGE)
         offset = (page - 1) * PAGE_SIZE
         if query:
             matched = await self.service.search_own_facts(

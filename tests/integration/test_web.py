@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ import aiohttp
 import pytest
 import uvicorn
 
+from bot.app import open_memory
+from bot.config import load_settings
 from bot.http_serving import listen
 from bot.memory.models import NewFact, Origin
 from bot.memory.service import MemoryService
@@ -26,6 +29,7 @@ from bot.web.server import web_config
 from bot.web.sessions import COOKIE, Place, Session, SessionSigner
 from standins.discord import DiscordStandIn
 from tests.conftest import make_settings
+from tests.integration.test_cli import clean_env, run_cli
 
 SECRET = "s" * 40
 
@@ -311,3 +315,54 @@ async def test_signing_out_ends_the_session(site: Site) -> None:
         async with http.post(site.url + "/auth/logout", data={"csrf": csrf}) as r:
             assert "Sign in with Discord" in await r.text()
         assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 303
+
+
+def web_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = clean_env(
+        GEMINI_API_KEY="k",
+        GEMINI_BASE_URL="http://127.0.0.1:9",  # never called: nothing here embeds
+        DATABASE_PATH=str(tmp_path / "m.sqlite3"),
+        DISCORD_CLIENT_ID="123",
+        DISCORD_CLIENT_SECRET="not-a-secret",
+        WEB_REDIRECT_URL="https://memory.example.com/auth/callback",
+        **extra,
+    )
+    return {k: v for k, v in env.items() if k != "WEB_SESSION_SECRET" or "WEB_SESSION_SECRET" in extra}
+
+
+async def test_the_command_refuses_to_start_without_a_session_secret(tmp_path: Path) -> None:
+    code, out, err = await run_cli("web", env=web_env(tmp_path), cwd=tmp_path)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        "error: WEB_SESSION_SECRET is not set (a random value, such as python -c 'import secrets; "
+        "print(secrets.token_urlsafe(32))')"
+    ]
+    code, _, err = await run_cli("web", env=web_env(tmp_path, WEB_SESSION_SECRET="short"), cwd=tmp_path)
+    assert code == 1 and err.startswith("error: WEB_SESSION_SECRET has 5 characters: it needs at least 32")
+
+
+async def test_the_command_serves_on_127_0_0_1_with_secure_cookies_behind_https(tmp_path: Path) -> None:
+    env = web_env(tmp_path, WEB_SESSION_SECRET=SECRET)
+    settings = load_settings(env, dotenv_path=None)
+    await (await open_memory(settings)).close(record_usage=False)  # a database to serve
+    port = listen("127.0.0.1", 0)
+    free = port.getsockname()[1]
+    port.close()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "web", "--port", str(free), cwd=tmp_path, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert line == f"serving the dashboard at http://127.0.0.1:{free}/ (Ctrl+C stops)\n"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{free}/") as r:
+                assert r.status == 200 and "Sign in with Discord" in await r.text()
+                assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+            async with http.get(f"http://127.0.0.1:{free}/auth/login", allow_redirects=False) as r:
+                assert r.headers["Location"].startswith("https://discord.com/oauth2/authorize?client_id=123&")
+                assert "; Secure" in r.headers["Set-Cookie"] and "HttpOnly" in r.headers["Set-Cookie"]
+    finally:
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
