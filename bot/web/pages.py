@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
+MAX_FORM_BYTES = 16_384  # a correction is at most 500 characters; a form past this reads as empty
 MAX_PAGE = 100_000  # past it, the last page: an offset the database takes whatever is typed in the URL
 MAX_QUERY_CHARS = 200
 MAX_GUILDS_CHECKED = 200  # of the member's servers, the most whose memory is looked up at sign-in
@@ -169,10 +170,12 @@ class Pages:
 
     async def logout(self, request: Request) -> Response:
         session = self._session(request)
-        if session is not None and session.signed_in:
-            form = await request.form()
-            if not session.csrf_matches(_text(form.get("csrf"))):
-                return self._stale_form(request, session)
+        if (
+            session is not None
+            and session.signed_in
+            and not session.csrf_matches((await form_of(request)).get("csrf"))
+        ):
+            return self._stale_form(request, session)
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(COOKIE, path="/", secure=self.config.secure, httponly=True, samesite="lax")
         return response
@@ -227,7 +230,7 @@ class Pages:
             return fact
         if request.method != "POST":
             return self._correct_form(request, session, place, fact, fact.text, None)
-        text = _text((await request.form()).get("text")) or ""
+        text = (await form_of(request)).get("text", "")
         try:
             fixed = await self.service.correct_fact(place.scope, session.member, session.name, fact.id, text)
         except ValueError as exc:  # empty, or too long: said, and the text kept in the form
@@ -294,9 +297,7 @@ class Pages:
             if isinstance(found, Response):
                 return found
             session, place = found
-            if request.method == "POST" and not session.csrf_matches(
-                _text((await request.form()).get("csrf"))
-            ):
+            if request.method == "POST" and not session.csrf_matches((await form_of(request)).get("csrf")):
                 log.warning("a form without this session's CSRF token was refused: %s", request.url.path)
                 return self._stale_form(request, session)
             return await handler(request, session, place)
@@ -421,6 +422,13 @@ def _done_link(place: Place, done: str, fact_id: int) -> str:
     return f"/memory/{place.slug}?{urlencode({'done': done, 'id': fact_id})}"
 
 
-def _text(value: Any) -> str | None:
-    """A form field's text (an uploaded file is no text)."""
-    return value if isinstance(value, str) else None
+async def form_of(request: Request) -> dict[str, str]:
+    """A form's fields, as the pages' forms send them (URL-encoded, at most MAX_FORM_BYTES); anything
+    else reads as an empty form, which no CSRF check passes. Read here rather than by Starlette's
+    form parser, which needs python-multipart for what these forms never send."""
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    size = request.headers.get("content-length", "")
+    if kind != "application/x-www-form-urlencoded" or not size.isdigit() or int(size) > MAX_FORM_BYTES:
+        return {}
+    body = await request.body()  # kept by the request: read again, it is the same
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
