@@ -43,8 +43,8 @@ MAX_FORM_BYTES = 16_384  # a correction is at most 500 characters; a form past t
 MAX_PAGE = 100_000  # past it, the last page: an offset the database takes whatever is typed in the URL
 MAX_QUERY_CHARS = 200
 MAX_GUILDS_CHECKED = 200  # of the member's servers, the most whose memory is looked up at sign-in
-MAX_PLACES = 40  # the places a session lists (they travel in the cookie, which holds 4 KB)
-PLACE_NAME_CHARS = 60
+MAX_PLACES = 50  # the places a session lists, as many as its cookie holds (SessionSigner.fitting)
+PLACE_NAME_CHARS = 32  # a server's name as the session keeps it: about 40 places fit, 20 in CJK
 DM = Place("dm", "Direct messages with the bot")
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
@@ -163,9 +163,12 @@ class Pages:
         except SignInFailed as exc:
             return self._refused_sign_in(request, f"{exc}.", status=502)
         places = await self._places(member)
-        log.info("user %s signed in (%d places)", member.user_id, len(places))
+        session = self.config.signer.fitting(signed_in(member.user_id, member.name, places))
+        if len(session.places) < len(places):
+            log.warning("user %s has memory in more servers than a session lists", member.user_id)
+        log.info("user %s signed in (%d places)", member.user_id, len(session.places))
         response = RedirectResponse("/", status_code=303)
-        self._keep(response, signed_in(member.user_id, member.name, places))
+        self._keep(response, session)
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -186,7 +189,8 @@ class Pages:
         for guild_id, name in member.guilds[:MAX_GUILDS_CHECKED]:
             scope = f"guild:{guild_id}"
             if len(places) < MAX_PLACES - 1 and await self.service.count_facts(scope, member.user_id):
-                places.append(Place(scope, name[:PLACE_NAME_CHARS]))
+                shown = name if len(name) <= PLACE_NAME_CHARS else name[: PLACE_NAME_CHARS - 1] + "…"
+                places.append(Place(scope, shown))
         return (*places, DM)
 
     # ---- a member's facts ------------------------------------------------------------------------

@@ -15,10 +15,11 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 COOKIE = "memory_session"
+MAX_COOKIE_CHARS = 3800  # browsers keep a cookie of 4,096 bytes with its name and attributes
 SIGN_IN_SECONDS = 600  # how long the way to Discord and back may take
 _PURPOSE = b"memory-bot web session v1\n"  # the secret signs nothing else with this prefix
 
@@ -101,8 +102,17 @@ class SessionSigner:
                 "n": session.name,
                 "p": [[p.scope, p.name] for p in session.places],
             }
-        payload = base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=")
+        text = json.dumps(
+            data, separators=(",", ":"), ensure_ascii=False
+        )  # UTF-8: 3 bytes a CJK letter, not 6
+        payload = base64.urlsafe_b64encode(text.encode()).rstrip(b"=")
         return f"{payload.decode()}.{self._mac(payload)}"
+
+    def fitting(self, session: Session) -> Session:
+        """The session with as many of its places as its cookie can hold, the last one (the DMs) kept."""
+        while len(self.dumps(session)) > MAX_COOKIE_CHARS and len(session.places) > 1:
+            session = replace(session, places=(*session.places[:-2], session.places[-1]))
+        return session
 
     def loads(self, value: str | None, now: float | None = None) -> Session | None:
         """The session in a cookie value; None when there is none, it is forged or it has expired."""

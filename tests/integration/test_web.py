@@ -20,13 +20,13 @@ import pytest
 import uvicorn
 
 from bot.app import open_memory
-from bot.config import load_settings
+from bot.config import Settings, load_settings
 from bot.http_serving import listen
 from bot.memory.models import NewFact, Origin
 from bot.memory.service import MemoryService
 from bot.web.pages import build_app
 from bot.web.server import web_config
-from bot.web.sessions import COOKIE, Place, Session, SessionSigner
+from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
 from standins.discord import DiscordStandIn
 from tests.conftest import make_settings
 from tests.integration.test_cli import clean_env, run_cli
@@ -366,3 +366,24 @@ async def test_the_command_serves_on_127_0_0_1_with_secure_cookies_behind_https(
     finally:
         proc.terminate()
         assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+def test_a_session_lists_as_many_places_as_its_cookie_holds_and_keeps_the_dms() -> None:
+    signer = SessionSigner(SECRET, 3600)
+    servers = [Place(f"guild:{10**17 + n}", "服务器" * 10 + "…") for n in range(49)]  # 32 characters
+    places = (*servers, Place("dm", "DMs"))
+    fitted = signer.fitting(Session(issued=time.time(), user_id="1", name="ana", places=places))
+    assert 20 <= len(fitted.places) < 50 and fitted.places[-1] == Place("dm", "DMs")
+    assert fitted.places[:-1] == places[: len(fitted.places) - 1]
+    assert len(signer.dumps(fitted)) <= MAX_COOKIE_CHARS
+    assert signer.loads(signer.dumps(fitted)) == fitted
+
+
+def test_the_secrets_of_the_dashboard_never_reach_the_settings_shown() -> None:
+    settings = load_settings(
+        {"DISCORD_CLIENT_SECRET": "client-secret-value-1234", "WEB_SESSION_SECRET": "w" * 40},
+        dotenv_path=None,
+    )
+    shown = json.dumps(settings.masked()) + json.dumps(settings.in_effect())
+    assert "client-secret-value" not in shown and "w" * 20 not in shown
+    assert {"DISCORD_CLIENT_SECRET", "WEB_SESSION_SECRET"} <= Settings.secret_names()
