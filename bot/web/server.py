@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import socket
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -22,6 +23,9 @@ from bot.web.sessions import SessionSigner
 
 DEFAULT_PORT = 8790  # not 8765 and 8767 (the local model servers), nor 8780 (MCP over HTTP)
 MIN_SECRET_CHARS = 32
+CALLBACK_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")  # served as written: no Starlette {parameter}, no "/"
+OWN_PATHS = {"/auth/login", "/auth/logout"}  # the pages' own paths, which the way back must not take
+OWN_PREFIXES = ("/memory/", "/static/")
 
 
 class CannotServe(Exception):
@@ -41,11 +45,22 @@ def web_config(settings: Settings) -> WebConfig:
             f"{MIN_SECRET_CHARS} (python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
     redirect = urlsplit(settings.web_redirect_url)
+    path = redirect.path
+    if (
+        not CALLBACK_PATH.fullmatch(path)
+        or path in OWN_PATHS
+        or path.startswith(OWN_PREFIXES)
+        or redirect.query
+    ):
+        raise CannotServe(
+            f"WEB_REDIRECT_URL's path {path or '/'!r} cannot be the sign-in's way back: give the "
+            "dashboard's address with /auth/callback (letters, digits, / - _ . only; no query)"
+        )
     return WebConfig(
         sign_in=DiscordSignIn.from_settings(settings),
         signer=SessionSigner(settings.web_session_secret, settings.web_session_hours * 3600),
         secure=redirect.scheme == "https",
-        callback_path=redirect.path or "/",
+        callback_path=path,
         failures=failures(settings),
         failure_line=functools.partial(failure_line, settings),
     )

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from bot.http_serving import listen
 from bot.memory.models import NewFact, Origin
 from bot.memory.service import MemoryService
 from bot.web.pages import build_app
-from bot.web.server import web_config
+from bot.web.server import CannotServe, web_config
 from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
 from standins.discord import DiscordStandIn
 from tests.conftest import make_settings
@@ -387,3 +387,17 @@ def test_the_secrets_of_the_dashboard_never_reach_the_settings_shown() -> None:
     shown = json.dumps(settings.masked()) + json.dumps(settings.in_effect())
     assert "client-secret-value" not in shown and "w" * 20 not in shown
     assert {"DISCORD_CLIENT_SECRET", "WEB_SESSION_SECRET"} <= Settings.secret_names()
+
+
+@pytest.mark.parametrize("path", ["", "/", "/auth/login", "/memory/dm", "/static/x", "/{place}", "/cb?x=1"])
+def test_a_redirect_url_that_would_shadow_a_page_is_refused(tmp_path: Path, path: str) -> None:
+    settings = make_settings(
+        tmp_path,
+        discord_client_id="1",
+        discord_client_secret="c",
+        web_session_secret=SECRET,
+        web_redirect_url=f"https://memory.example.com{path}",
+    )
+    with pytest.raises(CannotServe, match="WEB_REDIRECT_URL's path"):
+        web_config(settings)
+    assert web_config(replace(settings, web_redirect_url="https://m.example.com/auth/callback")).secure
