@@ -111,4 +111,7 @@ async def _json(http: aiohttp.ClientSession, method: str, url: str, **options: A
         if response.status >= 400:
             log.warning("Discord refused the sign-in: %s %s answered %d", method, url, response.status)
             raise SignInFailed("Discord did not accept the sign-in; please sign in again")
-        return await response.json(content_type=None)
+        try:
+            return await response.json(content_type=None)
+        except ValueError:
+            raise SignInFailed("Discord's answer was not what was expected; try again") from None

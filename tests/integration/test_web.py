@@ -401,3 +401,12 @@ def test_a_redirect_url_that_would_shadow_a_page_is_refused(tmp_path: Path, path
     with pytest.raises(CannotServe, match="WEB_REDIRECT_URL's path"):
         web_config(settings)
     assert web_config(replace(settings, web_redirect_url="https://m.example.com/auth/callback")).secure
+
+
+async def test_a_code_discord_refuses_signs_nobody_in(site: Site) -> None:
+    site.discord.fail_route("POST", r"^/oauth2/token$", 400, body={"error": "invalid_grant"})
+    site.discord.sign_in_as(site.ana)
+    async with browser() as http:
+        async with http.get(site.url + "/auth/login") as r:
+            assert r.status == 502 and "Discord did not accept the sign-in" in await r.text()
+        assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 303
