@@ -1,20 +1,21 @@
 """The dashboard's pages: sign in with Discord, then a member's own facts per place they share with the bot.
 
 A front-end as thin as the cogs: every page calls the engine's use cases (`MemoryService`: count,
-list, search, own_fact, correct_fact, forget, export), never the database. What a member sees is what
-`/facts` shows them: their own facts in one scope, nobody else's. An id that is not theirs there
-answers exactly as an id that does not exist (same status, same page). Every POST carries the session's
-CSRF token; every response carries the security headers (`Guard`), and the server's log names methods,
-paths (ids at most) and statuses, never a query string or a fact's text.
+list, search, own_fact, correct_fact, forget, export, the opt-out and the person's settings), never the
+database. What a member sees is what `/facts` shows them: their own facts in one scope, nobody else's.
+An id that is not theirs there answers exactly as an id that does not exist (same status, same page).
+Every POST carries the session's CSRF token and counts against the rate limits (`limits.py`), as do the
+sign-in's steps; a search is a POST, so what a member types never reaches a URL. Every response carries
+the security headers (`Guard`), and the server's log names methods, paths (ids at most) and statuses,
+never a query string or a fact's text.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -29,10 +30,18 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.memory.consult import MCP_ORIGIN
-from bot.memory.models import MAX_FACT_CHARS, Fact, guild_id_of, is_discord_id, iso, positive_number, utcnow
-from bot.memory.portable import fact_record
+from bot.memory.models import (
+    MAX_FACT_CHARS,
+    Fact,
+    PersonSettings,
+    guild_id_of,
+    is_discord_id,
+    positive_number,
+)
 from bot.memory.service import MemoryService
 from bot.web.discord_sign_in import DiscordSignIn, Member, SignInFailed
+from bot.web.exports import csv_export, file_name, json_export
+from bot.web.limits import Limit, Limits, RateLimiter
 from bot.web.sessions import COOKIE, Place, Session, SessionSigner, signed_in, signing_in
 
 log = logging.getLogger(__name__)
@@ -57,8 +66,15 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),  # a member's facts stay out of shared caches and the back-forward cache
 ]
+SETTINGS_FRESH_SECONDS = 1.0  # how old the opt-outs and settings read from the database may be
 MemberPage = Callable[[Request, Session, Place], Awaitable[Response]]  # a page of a member's place
-DONE = {"forgot": "Forgot fact #{id} for good.", "corrected": "Corrected fact #{id}."}
+DONE = {
+    "forgot": "Forgot fact #{n} for good.",
+    "corrected": "Corrected fact #{n}.",
+    "forgot-all": "Forgot everything the bot remembered about you here, for good: {n} fact{s}, with "
+    "any earlier versions.",
+    "settings": "Your settings here are saved.",
+}
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class WebConfig:
     callback_path: str = "/auth/callback"
     failures: tuple[type[Exception], ...] = ()
     failure_line: Callable[[BaseException], str] = str
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], float] = time.monotonic  # the rate limits' and the settings' clock
 
 
 def build_app(service: MemoryService, config: WebConfig) -> ASGIApp:
@@ -83,7 +101,11 @@ def build_app(service: MemoryService, config: WebConfig) -> ASGIApp:
         Route(config.callback_path, pages.callback),
         Route("/auth/logout", pages.logout, methods=["POST"]),
         Route("/memory/{place}", pages.member(pages.facts)),
+        Route("/memory/{place}/search", pages.member(pages.facts), methods=["POST"]),
         Route("/memory/{place}/export.json", pages.member(pages.export)),
+        Route("/memory/{place}/export.csv", pages.member(pages.export_csv)),
+        Route("/memory/{place}/forget-all", pages.member(pages.forget_all), methods=["GET", "POST"]),
+        Route("/memory/{place}/settings", pages.member(pages.settings), methods=["GET", "POST"]),
         Route(
             "/memory/{place}/facts/{fact_id}/correct", pages.member(pages.correct), methods=["GET", "POST"]
         ),
@@ -125,6 +147,8 @@ class Pages:
     def __init__(self, service: MemoryService, config: WebConfig) -> None:
         self.service = service
         self.config = config
+        self.limiter = RateLimiter(config.clock)
+        self._settings_read = -SETTINGS_FRESH_SECONDS
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,
@@ -142,6 +166,8 @@ class Pages:
 
     async def login(self, request: Request) -> Response:
         """A fresh pre-login session holding the `state`, and the way to Discord."""
+        if (limited := self._limited(request, None)) is not None:
+            return limited
         session = signing_in()
         assert session.state is not None
         response = RedirectResponse(self.config.sign_in.authorize_url(session.state), status_code=302)
@@ -150,6 +176,8 @@ class Pages:
 
     async def callback(self, request: Request) -> Response:
         """Discord sends the browser back: the `state` must be the one this browser was given."""
+        if (limited := self._limited(request, None)) is not None:
+            return limited
         session = self._session(request)
         if session is None or not session.state_matches(request.query_params.get("state")):
             log.warning("a sign-in came back without the state it was sent with: refused")
@@ -173,6 +201,8 @@ class Pages:
 
     async def logout(self, request: Request) -> Response:
         session = self._session(request)
+        if (limited := self._limited(request, session, form=True)) is not None:
+            return limited
         if (
             session is not None
             and session.signed_in
@@ -196,8 +226,11 @@ class Pages:
     # ---- a member's facts ------------------------------------------------------------------------
 
     async def facts(self, request: Request, session: Session, place: Place) -> Response:
-        query = request.query_params.get("q", "").strip()[:MAX_QUERY_CHARS]
-        page = min(positive_number(request.query_params.get("page", "1")) or 1, MAX_PAGE)
+        """The member's facts here, 50 a page, newest first; a POST searches them (its words stay out of
+        URLs, and a query string is never read as a search)."""
+        form = await form_of(request) if request.method == "POST" else dict(request.query_params)
+        query = form.get("q", "").strip()[:MAX_QUERY_CHARS] if request.method == "POST" else ""
+        page = min(positive_number(form.get("page", "1")) or 1, MAX_PAGE)
         offset = (page - 1) * PAGE_SIZE
         if query:
             matched = await self.service.search_own_facts(
@@ -214,17 +247,17 @@ class Pages:
                 place.scope, session.member, limit=PAGE_SIZE, offset=offset
             )
             more = offset + PAGE_SIZE < total
-        done = DONE.get(request.query_params.get("done", ""))
-        done_id = positive_number(request.query_params.get("id", ""))
+        await self._fresh_settings()
         context = {
             "place": place,
             "facts": [entry(f) for f in listed],
             "query": query,
             "page": page,
             "total": total,
-            "previous": _page_link(place, query, page - 1) if page > 1 else None,
-            "next": _page_link(place, query, page + 1) if more else None,
-            "done": done.format(id=done_id) if done and done_id else None,
+            "previous": page - 1 if page > 1 else None,
+            "next": page + 1 if more else None,
+            "done": self._done(request),
+            "opted_out": self.service.is_opted_out(place.scope, session.member),
         }
         return self._page(request, session, "facts.html", context)
 
@@ -255,20 +288,49 @@ class Pages:
     async def export(self, request: Request, session: Session, place: Place) -> Response:
         """Everything held about the member here, as `/memory export` gives it: a JSON file."""
         facts = await self.service.export_facts(place.scope, session.member)
-        document = {
-            "about": "Everything this bot holds about you in this place: each fact, whether it is still "
-            "current, when it was learned and from which of your messages, in which channel.",
-            "scope": place.scope,
-            "user_id": session.member,
-            "exported_at": iso(utcnow()),
-            "facts": [fact_record(f, session.name) for f in facts],
+        document = json_export(place.scope, session.member, session.name, facts)
+        return _download(document, "application/json", file_name(place.scope, session.member, "json"))
+
+    async def export_csv(self, request: Request, session: Session, place: Place) -> Response:
+        """The same facts as the JSON export, as a spreadsheet reads them (`exports.csv_export`)."""
+        facts = await self.service.export_facts(place.scope, session.member)
+        name = file_name(place.scope, session.member, "csv")
+        return _download(csv_export(facts), "text/csv; charset=utf-8", name)
+
+    async def forget_all(self, request: Request, session: Session, place: Place) -> Response:
+        """A question first (how many facts, for good); the POST forgets everything of the member here as
+        `/forget all` does: every fact, its earlier versions, and what is buffered of them unread."""
+        count = await self.service.count_facts(place.scope, session.member)
+        if request.method != "POST":
+            return self._page(request, session, "forget_all.html", {"place": place, "count": count})
+        await self.service.forget(place.scope, session.member, None, actor=session.member)
+        log.info("user %s forgot everything in %s", session.member, place.scope)
+        return RedirectResponse(_done_link(place, "forgot-all", count), status_code=303)
+
+    async def settings(self, request: Request, session: Session, place: Place) -> Response:
+        """The member's own settings here, as `/memory settings` sets them: whether what the bot knows
+        serves replies, whether they are told what it learns, and whether it remembers them (opt-out)."""
+        await self._fresh_settings(force=request.method == "POST")
+        scope, member = place.scope, session.member
+        if request.method == "POST":
+            form = await form_of(request)
+            chosen = PersonSettings(in_replies="in_replies" in form, notify_learned="notify_learned" in form)
+            if chosen != self.service.person(scope, member):
+                await self.service.set_person(scope, member, chosen)
+            remember = "remember" in form
+            if remember == self.service.is_opted_out(scope, member):
+                await self.service.set_opt_out(scope, member, not remember)
+                log.info("user %s opted %s in %s", member, "in" if remember else "out", scope)
+            return RedirectResponse(f"/memory/{place.slug}/settings?done=settings", status_code=303)
+        guild_id = guild_id_of(scope)
+        context = {
+            "place": place,
+            "person": self.service.person(scope, member),
+            "opted_out": self.service.is_opted_out(scope, member),
+            "memory_off": guild_id is not None and not self.service.guild(str(guild_id)).memory_enabled,
+            "done": self._done(request),
         }
-        name = f"memory-{place.scope.replace(':', '-')}-{session.member}.json"
-        return Response(
-            json.dumps(document, ensure_ascii=False, indent=1),
-            media_type="application/json",
-            headers={"content-disposition": f'attachment; filename="{name}"'},
-        )
+        return self._page(request, session, "settings.html", context)
 
     async def unavailable(self, request: Request, exc: Exception) -> Response:
         """The database or the model failed: said in a line, the details in the server's log."""
@@ -293,10 +355,14 @@ class Pages:
         return session, place
 
     def member(self, handler: MemberPage) -> Callable[[Request], Awaitable[Response]]:
-        """A page of a signed-in member's place; a POST's CSRF token must be this session's, else
-        nothing is done."""
+        """A page of a signed-in member's place; a POST counts against the rate limits, and its CSRF token
+        must be this session's, else nothing is done."""
 
         async def endpoint(request: Request) -> Response:
+            if request.method == "POST" and (
+                limited := self._limited(request, self._session(request), form=True)
+            ):
+                return limited
             found = self._member_place(request)
             if isinstance(found, Response):
                 return found
@@ -313,6 +379,47 @@ class Pages:
         fact_id = positive_number(request.path_params["fact_id"])
         fact = None if fact_id is None else await self.service.own_fact(place.scope, session.member, fact_id)
         return self._no_fact(request, session, place) if fact is None else fact
+
+    def _limited(self, request: Request, session: Session | None, *, form: bool = False) -> Response | None:
+        """A 429 with Retry-After when this address (and for a form, this session) went past its limit;
+        None when the request may go on (it is then counted)."""
+        limits = self.config.limits
+        address = request.client.host if request.client is not None else "unknown"
+        checks: list[tuple[str, str, Limit]] = (
+            [("forms", address, limits.forms_per_address)]
+            if form
+            else [("sign-in", address, limits.sign_in_per_address)]
+        )
+        if form and session is not None:
+            checks.append(("session", session.csrf, limits.forms_per_session))
+        wait = self.limiter.hit(checks)
+        if not wait:
+            return None
+        kinds = "/".join(kind for kind, _, _ in checks)
+        log.warning(
+            "over the %s limit: %s %s refused for %d s", kinds, request.method, request.url.path, wait
+        )
+        line = f"Too many attempts in a short time. Try again in {wait} seconds."
+        shown = session if session is not None and session.signed_in else None
+        response = self._message(request, shown, "Slow down", [line], status=429)
+        response.headers["Retry-After"] = str(wait)
+        return response
+
+    async def _fresh_settings(self, *, force: bool = False) -> None:
+        """Read the opt-outs and settings again when older than a second (or `force`): the bot and the
+        other front-ends change them too, and this process does not follow them otherwise."""
+        now = self.config.clock()
+        if force or now - self._settings_read >= SETTINGS_FRESH_SECONDS:
+            await self.service.reload_caches()
+            self._settings_read = now
+
+    def _done(self, request: Request) -> str | None:
+        """The line saying what the last form did (`?done=...&n=...`: a word and a number, never a text)."""
+        done = DONE.get(request.query_params.get("done", ""))
+        number = request.query_params.get("n", "")
+        if done is None or ("{n}" in done and not number.isdigit()):
+            return None
+        return done.format(n=int(number), s="" if number == "1" else "s") if "{n}" in done else done
 
     # ---- answers ---------------------------------------------------------------------------------
 
@@ -407,23 +514,38 @@ def entry(fact: Fact) -> dict[str, Any]:
         where = "told through MCP" if told else "elsewhere"
     else:
         where = "not recorded"
+    said_at = fact.said[:16].replace("T", " ") + " UTC"
     return {
         "id": fact.id,
         "text": fact.text,
-        "said": fact.said[:16].replace("T", " ") + " UTC",
+        "said": said_at,
         "where": where,
         "links": links[:3],
         "sensitive": fact.sensitive,
+        "consent": consent_line(fact, where, said_at) if fact.sensitive else None,
     }
 
 
-def _page_link(place: Place, query: str, page: int) -> str:
-    params = {k: v for k, v in (("q", query), ("page", str(page))) if v and v != "1"}
-    return f"/memory/{place.slug}" + (f"?{urlencode(params)}" if params else "")
+def consent_line(fact: Fact, where: str, said_at: str) -> str:
+    """A sensitive fact's consent, as far as the engine keeps it. The bot stores one only when its owner
+    asks in so many words (`/remember`, a message asking it to remember, a correction, an MCP client's
+    remember; or an operator's import of an export that had it); the fact keeps the messages it came from,
+    when they were said and when it was stored, not which of those ways it was nor the request's words."""
+    stored = fact.recorded_at[:16].replace("T", " ") + " UTC"
+    return (
+        "Kept because you asked: a sensitive fact is stored only when its owner asks in so many words. "
+        f"Said {said_at}, learned {where}, stored {stored}; used only in replies to you."
+    )
 
 
-def _done_link(place: Place, done: str, fact_id: int) -> str:
-    return f"/memory/{place.slug}?{urlencode({'done': done, 'id': fact_id})}"
+def _done_link(place: Place, done: str, number: int) -> str:
+    return f"/memory/{place.slug}?{urlencode({'done': done, 'n': number})}"
+
+
+def _download(body: str, media_type: str, name: str) -> Response:
+    return Response(
+        body, media_type=media_type, headers={"content-disposition": f'attachment; filename="{name}"'}
+    )
 
 
 async def form_of(request: Request) -> dict[str, str]:

@@ -1,11 +1,16 @@
 """The dashboard over real HTTP: uvicorn serving bot/web/ on 127.0.0.1, a member signing in through the
-Discord stand-in's OAuth2, and the engine on a real SQLite file with sqlite-vec (models faked, as the
-`service` fixture wires them). SQLite only for now: the pages call the same engine on PostgreSQL."""
+Discord stand-in's OAuth2, and the engine on both backends (an SQLite file with sqlite-vec, PostgreSQL
+with pgvector; models faked, as the `service` fixture wires them). What is checked in the database is
+read from it as any other reader would. Tests of the rate limits, which no database changes, run on
+SQLite only."""
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
+import logging
 import re
 import sqlite3
 import sys
@@ -16,14 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psycopg
 import pytest
 import uvicorn
 
 from bot.app import open_memory
 from bot.config import Settings, load_settings
 from bot.http_serving import listen
-from bot.memory.models import NewFact, Origin
+from bot.memory.models import BufferedMessage, NewFact, Origin, PersonSettings, iso, utcnow
 from bot.memory.service import MemoryService
+from bot.storage.locations import is_url
+from bot.web.exports import CSV_COLUMNS, cell
+from bot.web.limits import Limits
 from bot.web.pages import build_app
 from bot.web.server import CannotServe, web_config
 from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
@@ -32,12 +41,17 @@ from tests.conftest import make_settings
 from tests.integration.test_cli import clean_env, run_cli
 
 SECRET = "s" * 40
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])  # nothing of the database is at stake
 
 
-@pytest.fixture
-def backend() -> str:
-    """SQLite only (see the module's docstring)."""
-    return "sqlite"
+class Clock:
+    """The rate limits' clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass
@@ -47,9 +61,10 @@ class Site:
 
     url: str
     discord: DiscordStandIn
-    database: Path
+    database: Path | str
     guild_id: int
     facts: dict[str, int]
+    clock: Clock
 
     @property
     def ana(self) -> dict[str, Any]:
@@ -60,13 +75,25 @@ class Site:
         return next(u for u in self.discord.users.values() if u["username"] == "bob")
 
     def rows(self, fact_id: int) -> list[tuple[str, str]]:
-        """The fact's row in the facts table, read from the file as any other reader would."""
+        """The fact's row in the facts table."""
+        return self.read("SELECT user_id, text FROM facts WHERE id = ?", (fact_id,))
+
+    def facts_of(self, scope: str, user: dict[str, Any]) -> list[str]:
+        """The texts of every row of a person's facts in a scope, whatever their status."""
+        rows = self.read("SELECT text FROM facts WHERE scope = ? AND user_id = ?", (scope, str(user["id"])))
+        return sorted(text for (text,) in rows)
+
+    def read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """Rows read from the database itself (the file, or PostgreSQL), as any other reader would."""
+        if is_url(self.database):
+            with psycopg.connect(str(self.database)) as conn:
+                return [tuple(row) for row in conn.execute(sql.replace("?", "%s"), params).fetchall()]
         with sqlite3.connect(self.database) as conn:
-            return conn.execute("SELECT user_id, text FROM facts WHERE id = ?", (fact_id,)).fetchall()
+            return conn.execute(sql, params).fetchall()
 
 
 @pytest.fixture
-async def site(tmp_path: Path, database: Path, service: MemoryService) -> AsyncIterator[Site]:
+async def site(tmp_path: Path, database: Path | str, service: MemoryService) -> AsyncIterator[Site]:
     async with DiscordStandIn() as discord:
         alpha, beta = discord.add_guild("Alpha"), discord.add_guild("Beta")
         ana = discord.add_user("ana", guilds=[alpha.id, beta.id])
@@ -84,14 +111,16 @@ async def site(tmp_path: Path, database: Path, service: MemoryService) -> AsyncI
             web_redirect_url=f"{url}/auth/callback",
             web_session_secret=SECRET,
         )
+        clock = Clock()
+        config = replace(web_config(settings), clock=clock)
         server = uvicorn.Server(
-            uvicorn.Config(build_app(service, web_config(settings)), lifespan="off", log_level="warning")
+            uvicorn.Config(build_app(service, config), lifespan="off", log_level="warning")
         )
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             await asyncio.sleep(0.01)
         try:
-            yield Site(url, discord, database, alpha.id, facts)
+            yield Site(url, discord, database, alpha.id, facts, clock)
         finally:
             server.should_exit = True
             await serving
@@ -163,11 +192,13 @@ async def test_a_member_signs_in_and_sees_only_their_own_facts(site: Site) -> No
         assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Content-Type-Options"] == "nosniff"
         assert (await get(http, f"{site.url}/memory/dm"))[1].count("ana lives in Porto") == 1
         # a search finds hers only; a server she did not get listed for is not found
-        status, found = await get(http, f"{site.url}/memory/{site.guild_id}?q=oboe")
+        search, csrf = f"{site.url}/memory/{site.guild_id}/search", csrf_of(page)
+        status, found = await post(http, search, {"csrf": csrf, "q": "oboe"})
         assert (
             status == 200 and "bob plays the oboe" not in found and "No fact of yours here matches" in found
         )
-        assert "ana keeps bees" in (await get(http, f"{site.url}/memory/{site.guild_id}?q=bee"))[1]
+        status, found = await post(http, search, {"csrf": csrf, "q": "bee"})
+        assert status == 200 and "ana keeps bees" in found and "ana writes" not in found
         assert (await get(http, f"{site.url}/memory/{site.guild_id + 1}"))[0] == 404
         async with http.get(site.url + "/static/style.css") as r:
             assert r.status == 200 and r.headers["X-Content-Type-Options"] == "nosniff"
@@ -410,3 +441,211 @@ async def test_a_code_discord_refuses_signs_nobody_in(site: Site) -> None:
         async with http.get(site.url + "/auth/login") as r:
             assert r.status == 502 and "Discord did not accept the sign-in" in await r.text()
         assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 303
+
+
+async def test_forget_all_asks_first_then_forgets_all_of_hers_in_that_place_only(
+    site: Site, service: MemoryService
+) -> None:
+    alpha = f"guild:{site.guild_id}"
+    url = f"{site.url}/memory/{site.guild_id}/forget-all"
+    for n, who in enumerate((site.ana, site.bob)):  # said, not read yet
+        name = who["username"]
+        said = BufferedMessage(
+            str(10**17 + 900 + n), alpha, "500", str(who["id"]), name, f"{name} plays the harp", iso(utcnow())
+        )
+        assert service.capture(said, guild_id=str(site.guild_id))
+    await service.capture_buffer.wait_written()
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        status, question = await get(http, url)
+        assert status == 200 and "(2 facts," in question and "cannot be undone" in question
+        assert (
+            csrf_of(question) == csrf and len(site.facts_of(alpha, site.ana)) == 2
+        )  # asking forgets nothing
+        assert (await post(http, url, {}))[0] == 403
+        assert (await post(http, url, {"csrf": "wrong"}))[0] == 403
+        assert len(site.facts_of(alpha, site.ana)) == 2
+        async with http.post(url, data={"csrf": csrf}) as r:
+            page = await r.text()
+            assert r.status == 200 and str(r.url) == f"{site.url}/memory/{site.guild_id}?done=forgot-all&n=2"
+        assert "Forgot everything the bot remembered about you here, for good: 2 facts" in page
+        assert "ana keeps bees" not in page and "The bot remembers nothing about you here." in page
+    assert site.facts_of(alpha, site.ana) == []
+    assert site.facts_of(alpha, site.bob) == ["bob plays the oboe"]  # another member's stay
+    assert site.facts_of("dm", site.ana) == ["ana lives in Porto"]  # and her other places'
+    sources = site.read(
+        "SELECT count(*) FROM fact_sources WHERE fact_id IN (?, ?)",
+        (site.facts["keeps"], site.facts["writes"]),
+    )
+    assert sources == [(0,)]
+    assert site.read("SELECT author_id FROM pending_messages WHERE scope = ?", (alpha,)) == [
+        (str(site.bob["id"]),)
+    ]
+
+
+async def test_the_csv_export_holds_the_json_facts_quoted_with_formulas_defused(
+    site: Site, service: MemoryService
+) -> None:
+    alpha, ana = f"guild:{site.guild_id}", str(site.ana["id"])
+    tricky = '=HYPERLINK("http://evil.example","click"), ana said "hi"; ok'
+    origin = {"10999": Origin(str(10**17))}
+    await service.import_facts(
+        [NewFact(alpha, ana, "ana", tricky, ["10999"], origins=origin, sensitive=True)]
+    )
+    async with browser() as http:
+        await sign_in(http, site, site.ana)
+        async with http.get(f"{site.url}/memory/{site.guild_id}/export.json") as r:
+            document = json.loads(await r.text())
+        async with http.get(f"{site.url}/memory/{site.guild_id}/export.csv") as r:
+            assert r.status == 200 and r.headers["Content-Type"] == "text/csv; charset=utf-8"
+            assert (
+                r.headers["Content-Disposition"]
+                == f'attachment; filename="memory-guild-{site.guild_id}-{ana}.csv"'
+            )
+            body = (await r.read()).decode("utf-8")
+    assert body.startswith("\ufeffid,text,status,") and body.endswith("\r\n")
+    header, *rows = list(csv.reader(io.StringIO(body.removeprefix("\ufeff"))))
+    assert tuple(header) == CSV_COLUMNS
+    table = [dict(zip(header, row, strict=True)) for row in rows]
+    assert [int(r["id"]) for r in table] == [f["id"] for f in document["facts"]]  # the same facts, in order
+    assert len(table) == 3 and {f["user_id"] for f in document["facts"]} == {ana}
+    by_text = {r["text"]: r for r in table}
+    assert by_text["'" + tricky]["sensitive"] == "true"  # the formula is text to a spreadsheet
+    assert by_text["'" + tricky]["message_ids"] == "10999"
+    bees = by_text["ana keeps bees"]
+    [json_bees] = [f for f in document["facts"] if f["text"] == "ana keeps bees"]
+    assert bees["status"] == "active" and bees["sensitive"] == "false" and bees["superseded_by"] == ""
+    assert (
+        bees["said_at"] == json_bees["said_at"]
+        and bees["message_ids"] == json_bees["sources"][0]["message_id"]
+    )
+    assert bees["channel_ids"] == json_bees["sources"][0]["channel_id"]
+    assert "ana writes <script>alert(1)</script> in her notes" in by_text
+
+
+def test_a_csv_cell_is_never_a_formula() -> None:
+    for start in ("=", "+", "-", "@", "\t", "\r"):
+        assert cell(f"{start}1+1") == f"'{start}1+1"
+    assert cell("ana keeps bees") == "ana keeps bees" and cell("a=b") == "a=b"
+    assert (cell(None), cell(True), cell(False), cell(12)) == ("", "true", "false", "12")
+
+
+async def test_settings_and_the_opt_out_are_stored_and_an_opted_out_member_is_told(
+    site: Site, service: MemoryService
+) -> None:
+    alpha, ana = f"guild:{site.guild_id}", str(site.ana["id"])
+    url = f"{site.url}/memory/{site.guild_id}/settings"
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        status, form = await get(http, url)
+        assert status == 200 and 'id="remember" name="remember" value="on" checked' in form
+        assert 'name="in_replies" value="on" checked' in form and 'name="notify_learned" value="on">' in form
+        assert (await post(http, url, {"notify_learned": "on", "in_replies": "on"}))[0] == 403  # no token
+        assert not service.is_opted_out(alpha, ana)
+        async with http.post(url, data={"csrf": csrf, "in_replies": "on", "notify_learned": "on"}) as r:
+            saved = await r.text()
+            assert r.status == 200 and "Your settings here are saved." in saved
+        assert "You are opted out here" in saved and 'name="remember" value="on">' in saved
+        assert "You are opted out here" in (await get(http, f"{site.url}/memory/{site.guild_id}"))[1]
+        await service.reload_caches()  # what the database holds, not this process's cache
+        assert service.is_opted_out(alpha, ana) and service.person(alpha, ana) == PersonSettings(True, True)
+        assert not service.is_opted_out("dm", ana)  # her other place is left as it was
+        [(opted_out,)] = site.read(
+            "SELECT opted_out FROM users WHERE scope = ? AND user_id = ?", (alpha, ana)
+        )
+        assert opted_out
+        async with http.post(url, data={"csrf": csrf, "remember": "on"}) as r:  # opted in, replies off
+            assert r.status == 200 and "You are opted out here" not in await r.text()
+        assert "You are opted out here" not in (await get(http, f"{site.url}/memory/{site.guild_id}"))[1]
+    await service.reload_caches()
+    assert not service.is_opted_out(alpha, ana)
+    assert service.person(alpha, ana) == PersonSettings(in_replies=False, notify_learned=False)
+
+
+async def test_a_sensitive_fact_is_marked_with_what_is_kept_of_its_consent(
+    site: Site, service: MemoryService
+) -> None:
+    alpha, ana = f"guild:{site.guild_id}", str(site.ana["id"])
+    origin = {str(10**17 + 500): Origin(str(10**17 + 7))}
+    asked = NewFact(
+        alpha, ana, "ana", "ana takes insulin", [str(10**17 + 500)], origins=origin, sensitive=True
+    )
+    await service.import_facts([asked])
+    async with browser() as http:
+        await sign_in(http, site, site.ana)
+        page = (await get(http, f"{site.url}/memory/{site.guild_id}"))[1]
+    insulin = page[page.index("ana takes insulin") :]
+    insulin = insulin[: insulin.index("</li>")]
+    assert "sensitive: used only in replies to you" in insulin
+    assert "Kept because you asked" in insulin and "learned in a channel of this server" in insulin
+    assert f"/channels/{site.guild_id}/{10**17 + 7}/{10**17 + 500}" in insulin
+    assert re.search(r"Said \d{4}-\d\d-\d\d \d\d:\d\d UTC, .*stored \d{4}-\d\d-\d\d \d\d:\d\d UTC", insulin)
+    bees = page[page.index("ana keeps bees") :]
+    assert "Kept because you asked" not in bees[: bees.index("</li>")]
+
+
+async def test_a_search_is_a_form_whose_words_reach_no_url_and_no_log(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with browser() as http:
+        page = await sign_in(http, site, site.ana)
+        page = (await get(http, f"{site.url}/memory/{site.guild_id}"))[1]
+        assert 'method="post" action="/memory/' in page and 'method="get"' not in page
+        with caplog.at_level(logging.INFO):
+            async with http.post(
+                f"{site.url}/memory/{site.guild_id}/search", data={"csrf": csrf_of(page), "q": "bees"}
+            ) as r:
+                found = await r.text()
+                assert str(r.url) == f"{site.url}/memory/{site.guild_id}/search"
+        assert "ana keeps bees" in found and 'value="bees"' in found
+        assert all("bees" not in record.getMessage() for record in caplog.records)
+        assert not re.search(r'href="[^"]*bees', found) and not re.search(r'action="[^"]*bees', found)
+        # a query string is not a search: the page lists everything and does not repeat the words
+        status, listed = await get(http, f"{site.url}/memory/{site.guild_id}?q=oboe")
+        assert status == 200 and "ana writes" in listed and "oboe" not in listed
+        assert (await post(http, f"{site.url}/memory/{site.guild_id}/search", {"q": "bees"}))[0] == 403
+
+
+@SQLITE_ONLY
+async def test_sign_in_is_rate_limited_per_address_and_the_limit_resets(site: Site) -> None:
+    most = Limits().sign_in_per_address
+    async with browser() as http:
+        for _ in range(most.requests):
+            assert (await get(http, site.url + "/auth/login"))[0] == 302
+        status, page = await get(http, site.url + "/auth/login")
+        assert status == 429 and "Too many attempts" in page
+        async with http.get(site.url + "/auth/callback?code=x&state=y", allow_redirects=False) as r:
+            assert r.status == 429 and r.headers["Retry-After"] == str(int(most.seconds))
+        site.clock.now += most.seconds - 1
+        async with http.get(site.url + "/auth/login", allow_redirects=False) as r:
+            assert r.status == 429 and r.headers["Retry-After"] == "1"
+        site.clock.now += 1
+        await sign_in(http, site, site.ana)  # a new window: signed in
+        assert (await get(http, f"{site.url}/memory/{site.guild_id}"))[0] == 200
+
+
+@SQLITE_ONLY
+async def test_forms_are_rate_limited_per_session_and_per_address_and_the_limits_reset(site: Site) -> None:
+    limits = Limits()
+    per_session, per_address = limits.forms_per_session.requests, limits.forms_per_address.requests
+    assert per_address == 2 * per_session
+    bees = site.facts["keeps"]
+    async with browser() as ana, browser() as bob, browser() as ana_again:
+        forget = f"{site.url}/memory/{site.guild_id}/facts/{bees}/forget"
+        await sign_in(ana, site, site.ana)
+        bob_csrf = csrf_of(await sign_in(bob, site, site.bob))
+        for _ in range(per_session):  # refused for their token, but counted
+            assert (await post(ana, forget, {"csrf": "wrong"}))[0] == 403
+        async with ana.post(forget, data={"csrf": "wrong"}, allow_redirects=False) as r:
+            assert r.status == 429 and r.headers["Retry-After"] == str(int(limits.forms_per_session.seconds))
+        logout = site.url + "/auth/logout"
+        for _ in range(per_session):  # another session from the same address still may
+            assert (await post(bob, logout, {"csrf": "wrong"}))[0] == 403
+        ana_csrf = csrf_of(await sign_in(ana_again, site, site.ana))  # a sign-in is not a form
+        status, page = await post(ana_again, forget, {"csrf": ana_csrf})
+        assert status == 429 and "Too many attempts" in page  # the address is at its limit
+        assert site.rows(bees)  # nothing was done
+        site.clock.now += limits.forms_per_address.seconds
+        assert (await post(bob, logout, {"csrf": bob_csrf}))[0] == 303
+        assert (await post(ana, forget, {"csrf": csrf_of((await get(ana, site.url + "/"))[1])}))[0] == 303
+    assert site.rows(bees) == []
