@@ -32,7 +32,7 @@ from bot.memory.models import BufferedMessage, NewFact, Origin, PersonSettings, 
 from bot.memory.service import MemoryService
 from bot.storage.locations import is_url
 from bot.web.exports import CSV_COLUMNS, cell
-from bot.web.limits import Limits
+from bot.web.limits import Limit, Limits
 from bot.web.pages import build_app
 from bot.web.server import CannotServe, web_config
 from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
@@ -93,7 +93,15 @@ class Site:
 
 
 @pytest.fixture
-async def site(tmp_path: Path, database: Path | str, service: MemoryService) -> AsyncIterator[Site]:
+def limits() -> Limits:
+    """The dashboard's rate limits: its defaults, unless a test parametrizes smaller ones."""
+    return Limits()
+
+
+@pytest.fixture
+async def site(
+    tmp_path: Path, database: Path | str, service: MemoryService, limits: Limits
+) -> AsyncIterator[Site]:
     async with DiscordStandIn() as discord:
         alpha, beta = discord.add_guild("Alpha"), discord.add_guild("Beta")
         ana = discord.add_user("ana", guilds=[alpha.id, beta.id])
@@ -112,7 +120,7 @@ async def site(tmp_path: Path, database: Path | str, service: MemoryService) -> 
             web_session_secret=SECRET,
         )
         clock = Clock()
-        config = replace(web_config(settings), clock=clock)
+        config = replace(web_config(settings), clock=clock, limits=limits)
         server = uvicorn.Server(
             uvicorn.Config(build_app(service, config), lifespan="off", log_level="warning")
         )
@@ -625,8 +633,12 @@ async def test_sign_in_is_rate_limited_per_address_and_the_limit_resets(site: Si
 
 
 @SQLITE_ONLY
-async def test_forms_are_rate_limited_per_session_and_per_address_and_the_limits_reset(site: Site) -> None:
-    limits = Limits()
+@pytest.mark.parametrize(
+    "limits", [Limits(forms_per_address=Limit(6, 60.0), forms_per_session=Limit(3, 60.0))]
+)
+async def test_forms_are_rate_limited_per_session_and_per_address_and_the_limits_reset(
+    site: Site, limits: Limits
+) -> None:
     per_session, per_address = limits.forms_per_session.requests, limits.forms_per_address.requests
     assert per_address == 2 * per_session
     bees = site.facts["keeps"]
