@@ -72,6 +72,10 @@ class RateLimiter:
             times.append(now)
         return 0
 
+    def __len__(self) -> int:
+        """How many keys it holds."""
+        return len(self._times)
+
     def _make_room(self, now: float) -> None:
         """Bound the memory a flood of new addresses takes: idle keys go first, then the oldest."""
         if len(self._times) < MAX_KEYS:

@@ -511,9 +511,9 @@ def entry(fact: Fact) -> dict[str, Any]:
         where = "in your DMs with the bot" if guild is None else "in a channel of this server"
     elif said:
         told = any(s.origin == MCP_ORIGIN for s in said)
-        where = "told through MCP" if told else "elsewhere"
+        where = "through an MCP client" if told else "elsewhere"
     else:
-        where = "not recorded"
+        where = "at a place not recorded"
     said_at = fact.said[:16].replace("T", " ") + " UTC"
     return {
         "id": fact.id,

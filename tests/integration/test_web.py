@@ -32,7 +32,7 @@ from bot.memory.models import BufferedMessage, NewFact, Origin, PersonSettings, 
 from bot.memory.service import MemoryService
 from bot.storage.locations import is_url
 from bot.web.exports import CSV_COLUMNS, cell
-from bot.web.limits import Limit, Limits
+from bot.web.limits import MAX_KEYS, Limit, Limits, RateLimiter
 from bot.web.pages import build_app
 from bot.web.server import CannotServe, web_config
 from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
@@ -666,3 +666,39 @@ async def test_forms_are_rate_limited_per_session_and_per_address_and_the_limits
         assert (await post(bob, logout, {"csrf": bob_csrf}))[0] == 303
         assert (await post(ana, forget, {"csrf": csrf_of((await get(ana, site.url + "/"))[1])}))[0] == 303
     assert site.rows(bees) == []
+
+
+async def test_search_results_page_through_forms_and_the_list_through_page_numbers(
+    site: Site, service: MemoryService
+) -> None:
+    alpha, ana = f"guild:{site.guild_id}", str(site.ana["id"])
+    hives = [
+        NewFact(alpha, ana, "ana", f"ana tends hive number {n}", [str(10**17 + 600 + n)]) for n in range(55)
+    ]
+    await service.import_facts(hives)
+    async with browser() as http:
+        csrf = csrf_of(await sign_in(http, site, site.ana))
+        search = f"{site.url}/memory/{site.guild_id}/search"
+        status, first = await post(http, search, {"csrf": csrf, "q": "hive"})
+        assert status == 200 and first.count('<li id="fact-') == 50 and "page 1" in first
+        [pager] = re.findall(r'<nav class="pager".*?</nav>', first, re.S)
+        assert 'name="q" value="hive"' in pager and 'name="page" value="2"' in pager and "href" not in pager
+        status, second = await post(http, search, {"csrf": csrf, "q": "hive", "page": "2"})
+        assert status == 200 and second.count('<li id="fact-') == 5 and "ana keeps bees" not in second
+        assert 'name="page" value="1"' in second and "Next page" not in second
+        status, listed = await get(http, f"{site.url}/memory/{site.guild_id}?page=2")
+        assert status == 200 and listed.count('<li id="fact-') == 7 and "57 facts" in listed
+        assert f'href="/memory/{site.guild_id}" rel="prev"' in listed
+
+
+def test_the_rate_limiter_holds_at_most_its_bound_of_keys_idle_ones_first() -> None:
+    clock, limit = Clock(), Limit(1, 60.0)
+    limiter = RateLimiter(clock)
+    for n in range(MAX_KEYS):
+        assert limiter.hit([("forms", str(n), limit)]) == 0
+    assert limiter.hit([("forms", "0", limit)]) == 60 and len(limiter) == MAX_KEYS
+    clock.now += 30
+    assert limiter.hit([("forms", "new", limit)]) == 0 and len(limiter) == MAX_KEYS  # the oldest went
+    clock.now += 30
+    assert limiter.hit([("forms", "newer", limit)]) == 0 and len(limiter) == 2  # the idle ones went
+    assert limiter.hit([("forms", "new", limit)]) == 30  # a key still in its window is kept
