@@ -107,10 +107,21 @@ class Settings:
     admin_log_channel_id: int | None = None
     log_level: str = "INFO"
     mcp_token: str = ""  # `python -m bot mcp --http`: the bearer token agents must send (none: refused)
+    # `python -m bot web`: the dashboard's Discord sign-in (OAuth2) and its signed session cookie.
+    discord_client_id: str = ""  # the application's id (OAuth2 tab of the developer portal)
+    discord_client_secret: str = ""
+    web_redirect_url: str = ""  # where Discord sends people back: the dashboard's /auth/callback
+    web_session_secret: str = ""  # signs the session cookie (HMAC-SHA256); at least 32 characters
+    web_session_hours: float = 12.0  # a sign-in lasts this long, checked on the server
     # The variables of registered providers that have no field here (a third provider's key), by name.
     provider_values: Mapping[str, str] = field(default_factory=dict)
 
-    SECRETS = ("discord_token", "mcp_token")  # besides the providers' key variables (`secret_names`)
+    SECRETS = (
+        "discord_token",
+        "mcp_token",
+        "discord_client_secret",
+        "web_session_secret",
+    )  # besides the providers' key variables (`secret_names`)
 
     def __post_init__(self) -> None:
         if not self.embedding_model:  # the embeddings provider's own model, however Settings was made
@@ -140,7 +151,13 @@ class Settings:
     def missing(self, *names: str) -> list[str]:
         """Lines naming each required variable among `names` that is empty (`model_key`: the keys the
         providers in use need, each as its record says)."""
-        hints = {"DISCORD_TOKEN": "the bot token from the Discord developer portal"}
+        hints = {
+            "DISCORD_TOKEN": "the bot token from the Discord developer portal",
+            "DISCORD_CLIENT_ID": "the application's id, OAuth2 tab of the Discord developer portal",
+            "DISCORD_CLIENT_SECRET": "OAuth2 tab of the Discord developer portal",
+            "WEB_REDIRECT_URL": "the dashboard's /auth/callback URL, also listed under OAuth2 > Redirects",
+            "WEB_SESSION_SECRET": "a random value, such as python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        }
         for record in providers.registered():
             hints.setdefault(record.key_variables[0], record.key_hint)
         wanted = [k.upper() for n in names for k in (self._model_keys() if n == "model_key" else [n])]
@@ -266,6 +283,8 @@ _WHEN_EMPTY: dict[str, Callable[[Settings], str]] = {
     "SHARD_IDS": lambda s: "(not set: every shard of SHARD_COUNT)",
     "AUTO_REPLY_CHANNEL_IDS": lambda s: "(none)",
     "ADMIN_LOG_CHANNEL_ID": lambda s: "(not set: each server's own, /memory-admin logchannel)",
+    "DISCORD_CLIENT_ID": lambda s: "(not set: `web` cannot sign anyone in)",
+    "WEB_REDIRECT_URL": lambda s: "(not set: `web` cannot sign anyone in)",
 }
 
 
@@ -388,6 +407,20 @@ def _url(raw: str) -> str:
     return raw.rstrip("/")
 
 
+def _http_url(raw: str) -> str:
+    """An http(s) URL with a host, kept as written (a redirect URL must match Discord's to the letter)."""
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError
+    return raw
+
+
+def _digits(raw: str) -> str:
+    if not raw.isascii() or not raw.isdigit():
+        raise ValueError
+    return raw
+
+
 def _path(raw: str) -> Path:
     """A file path; `~` is expanded, as a shell would, since .env files and hosts do not do it."""
     return Path(raw).expanduser()
@@ -472,6 +505,9 @@ _PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "chat_cooldown_seconds": (_non_negative_float, "a number of seconds such as 60"),
     "admin_log_channel_id": (_snowflake, "a Discord channel id (a positive integer)"),
     "log_level": (_log_level, "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+    "discord_client_id": (_digits, "the application's id from the developer portal (digits)"),
+    "web_redirect_url": (_http_url, "an http(s) URL such as https://memory.example.com/auth/callback"),
+    "web_session_hours": (_positive_float, "a positive number of hours such as 12"),
 }
 
 

@@ -1,5 +1,5 @@
-"""`python -m bot ...`: run the bot, chat with it in a terminal, serve it over MCP, and the operator
-commands (check, facts, recall, stats, migrate, reembed).
+"""`python -m bot ...`: run the bot, chat with it in a terminal, serve it over MCP or as a web dashboard,
+and the operator commands (check, facts, recall, stats, migrate, reembed).
 
 Every command prints plain lines for people and JSON with `--json`; problems go to stderr, one line each,
 with a non-zero exit code. Each module here registers its commands' parsers and handlers
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.app import failure_line, failures
-from bot.cli import check, facts, maintenance, mcp, recall, run
+from bot.cli import check, facts, maintenance, mcp, recall, run, web
 from bot.cli.common import EXIT_PROBLEM, CliError, Handler, report
 from bot.config import ConfigError, load_settings
 
-GROUPS = (run, check, facts, recall, mcp, maintenance)  # in the order `--help` lists their commands
+GROUPS = (run, check, facts, recall, mcp, web, maintenance)  # in the order `--help` lists their commands
 
 
 def build_parser() -> argparse.ArgumentParser:

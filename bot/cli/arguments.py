@@ -38,3 +38,10 @@ def positive(text: str) -> int:
     if number is None:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return number
+
+
+def http_address(parser: argparse.ArgumentParser, port: int, *, served: str, port_note: str = "") -> None:
+    """--host (127.0.0.1 unless told otherwise) and --port for a command that serves HTTP (`served`: what
+    the help calls the address, "the HTTP address")."""
+    parser.add_argument("--host", default="127.0.0.1", help=f"{served} (default 127.0.0.1)")
+    parser.add_argument("--port", type=positive, default=port, help=f"the port (default {port}{port_note})")

@@ -37,13 +37,7 @@ def register(commands: Commands) -> None:
     mcp.add_argument("--scope", type=arguments.scope, help="guild:<id> or dm (a --user session's)")
     mcp.add_argument("--name", type=person, help="the terminal chat's person (default: your login name)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1", help="the HTTP address (default 127.0.0.1)")
-    mcp.add_argument(
-        "--port",
-        type=arguments.positive,
-        default=DEFAULT_PORT,
-        help=f"the HTTP port (default {DEFAULT_PORT})",
-    )
+    arguments.http_address(mcp, DEFAULT_PORT, served="the HTTP address")
     mcp.set_defaults(func=serve_mcp)
 
 
@@ -66,8 +60,9 @@ def serve_mcp(settings: Settings, args: argparse.Namespace) -> int:
         require_database(settings)
     except CliError as exc:
         raise CliError(*exc.lines, settings_read(args)) from None
+    from bot.http_serving import CannotListen
     from bot.mcp.discord_view import DiscordUnavailable
-    from bot.mcp.server import CannotListen, run
+    from bot.mcp.server import run
     from bot.memory.consult import ConsultError
     from bot.terminal import default_name
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import errno
 import hmac
 import json
 import logging
 import re
-import signal
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -31,6 +29,8 @@ from pydantic import Field, ValidationError
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
 from bot.discord_bot.adminlog import AdminLog, plural
+from bot.http_serving import listen, url_of
+from bot.http_serving import serve as serve_asgi
 from bot.mcp import arguments
 from bot.mcp.arguments import schema
 from bot.mcp.session import Binding, Session, login, open_session, since_of
@@ -357,10 +357,6 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
-class CannotListen(Exception):
-    """The HTTP address cannot be served (the port is in use, the host is not this machine's)."""
-
-
 Listening = Callable[[str, str], None]  # the URL served, whose memory the session holds
 
 
@@ -374,32 +370,12 @@ async def serve(
     """Open memory, bind the session, serve it until the client leaves (stdio) or a signal (HTTP);
     `listening` is told the URL once HTTP is served. The HTTP port is taken before anything else, so a
     port in use is said at once (CannotListen)."""
-    bound = None if http is None else (http[0], _listen(*http))
+    bound = None if http is None else (http[0], listen(*http))
     try:
         await _serve(settings, binding, bound, listening)
     finally:
         if bound is not None:
             bound[1].close()
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The HTTP port, bound: uvicorn serves this socket, so it never has to say `[Errno 98]` itself."""
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-    except OSError as exc:
-        raise CannotListen(f"cannot serve HTTP on {host}: {exc.strerror or exc}") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise CannotListen(
-                f"port {port} on {host} is already in use (another server?): choose another with --port"
-            ) from exc
-        raise CannotListen(f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
 
 
 async def _serve(
@@ -448,26 +424,9 @@ async def _serve(
 async def _serve_http(
     server: MCPServer[Any], token: str, host: str, sock: socket.socket, started: Callable[[str], None]
 ) -> None:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        """Stops on SIGTERM or SIGINT as uvicorn does, without raising the signal again once stopped,
-        so the admin log's last lines are posted and memory is closed before the process ends."""
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            self.force_exit = self.should_exit and sig == signal.SIGINT
-            self.should_exit = True
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                started(url)
-
-    port = sock.getsockname()[1]
-    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{HTTP_PATH}"
+    url = url_of(host, sock, HTTP_PATH)
     app = BearerToken(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), token)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    await Server(config).serve(sockets=[sock])
+    await serve_asgi(app, sock, lambda: started(url), lifespan="on")
 
 
 def run(settings: Settings, args: argparse.Namespace, listening: Listening | None = None) -> int:

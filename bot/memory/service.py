@@ -566,8 +566,16 @@ class MemoryService:
     async def count_facts(self, scope: str, user_id: str) -> int:
         return await self.store.call(Storage.count_facts, scope, user_id)
 
-    async def search_own_facts(self, scope: str, user_id: str, text: str) -> list[Fact]:
-        return await self.store.call(Storage.search_own_facts, scope, user_id, text)
+    async def search_own_facts(self, scope: str, user_id: str, text: str, limit: int = 25) -> list[Fact]:
+        return await self.store.call(Storage.search_own_facts, scope, user_id, text, limit)
+
+    async def own_fact(self, scope: str, user_id: str, fact_id: int) -> Fact | None:
+        """One of a person's active facts in a scope, with its sources; None for any other id (unknown,
+        someone else's, another scope's, superseded), so a caller cannot tell them apart."""
+        found = await self.store.call(Storage.get_fact, fact_id)
+        if found is None or (found.scope, found.user_id) != (scope, user_id):
+            return None
+        return found if found.status == FactStatus.ACTIVE else None
 
     async def forget(
         self, scope: str, user_id: str, fact_ids: list[int] | None = None, *, actor: str = ""

@@ -23,10 +23,11 @@ from standins.discord.guilds import GuildSetup
 from standins.discord.humans import Humans
 from standins.discord.routes.application import ApplicationRoutes
 from standins.discord.routes.interactions import InteractionRoutes
+from standins.discord.routes.oauth import AUTHORIZE_PATH, OAuthRoutes
 from standins.discord.state import API_PREFIX
 
 
-class DiscordStandIn(GuildSetup, Humans, InteractionRoutes, ApplicationRoutes):
+class DiscordStandIn(GuildSetup, Humans, InteractionRoutes, ApplicationRoutes, OAuthRoutes):
     """A local stand-in for Discord's gateway and REST API, with a test API to play the humans."""
 
     def __init__(
@@ -57,6 +58,8 @@ class DiscordStandIn(GuildSetup, Humans, InteractionRoutes, ApplicationRoutes):
         """Listen on a free port of 127.0.0.1."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get(AUTHORIZE_PATH, self._authorize)  # the browser's page: discord.com/oauth2/...
+        app.router.add_get(API_PREFIX + AUTHORIZE_PATH, self._authorize)
         app.router.add_get(CDN_PREFIX + "/{channel_id}/{attachment_id}/{filename}", self._cdn)
         app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5)

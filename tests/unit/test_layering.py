@@ -317,3 +317,20 @@ def test_a_module_over_600_lines_says_in_its_docstring_why_its_one_job_needs_the
         ):
             long_without_reason.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert long_without_reason == []
+
+
+def test_the_web_front_end_is_a_room_of_its_own_that_only_its_command_starts() -> None:
+    """The dashboard (bot/web/) calls the engine through app.py, imports no other front-end, and only
+    `python -m bot web` (bot/cli/web.py) imports it; nothing below the front-ends imports it."""
+    rooms, arrows = rooms_and_arrows()
+    assert "web" in rooms and "http_serving" in rooms
+    graph = {room: {to for source, to in arrows if source == room} for room in rooms}
+    assert graph["web"] & (FRONT_ENDS | {"storage", "llm", "chat"}) == set()
+    assert {source for source, to in arrows if to == "web"} == {"cli"}
+    assert graph["http_serving"] == set()  # a leaf: mcp and web serve HTTP through it
+    importing = [
+        p.name
+        for p in (ROOT / "bot" / "cli").glob("*.py")
+        if any(m.startswith("bot.web") for m in imports_of(p))
+    ]
+    assert importing == ["web.py"]

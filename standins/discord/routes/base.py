@@ -110,6 +110,9 @@ class RestServer(Gateway):
                 if rule.remaining is not None:
                     rule.remaining -= 1
                 return rule.status, rule.body
+        oauth = await self._answer_oauth(request, method, path, recorded)
+        if oauth is not None:
+            return oauth
         is_webhook = path.startswith(("/webhooks/", "/interactions/"))
         if (
             self.token is not None
@@ -125,6 +128,13 @@ class RestServer(Gateway):
                 return await handler(request, match.groupdict(), recorded)
         self.unknown_routes.append((method, path))
         return 404, error_body(0, "404: Not Found")
+
+    async def _answer_oauth(
+        self, request: web.Request, method: str, path: str, recorded: RecordedRequest
+    ) -> tuple[int, Body] | None:
+        """A request of the OAuth2 flow (the token endpoint, a bearer token), answered by routes/oauth.py;
+        None for every other request."""
+        return None
 
     def _route(self, method: str, pattern: str, handler: Handler) -> None:
         regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)

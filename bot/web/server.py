@@ -1,0 +1,94 @@
+"""Serving the dashboard: memory opened as the MCP server opens it, the pages on uvicorn, until a signal.
+
+The port is bound before memory is opened, so a port in use is said at once, in one line
+(`bot/http_serving.py`, shared with `mcp --http`). Uvicorn's access log is off: `pages.Guard` logs each
+request without its query string (a search's words).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import socket
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from bot.app import failure_line, failures, open_memory
+from bot.config import Settings
+from bot.http_serving import listen, serve, url_of
+from bot.web.discord_sign_in import DiscordSignIn
+from bot.web.pages import WebConfig, build_app
+from bot.web.sessions import SessionSigner
+
+DEFAULT_PORT = 8790  # not 8765 and 8767 (the local model servers), nor 8780 (MCP over HTTP)
+MIN_SECRET_CHARS = 32
+CALLBACK_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")  # served as written: no Starlette {parameter}, no "/"
+OWN_PATHS = {"/auth/login", "/auth/logout"}  # the pages' own paths, which the way back must not take
+OWN_PREFIXES = ("/memory/", "/static/")
+
+
+class CannotServe(Exception):
+    """The dashboard's settings are missing or too weak: one line for the CLI."""
+
+
+def web_config(settings: Settings) -> WebConfig:
+    """The pages' configuration from the settings; CannotServe names what is missing or too weak."""
+    missing = settings.missing(
+        "DISCORD_CLIENT_ID", "DISCORD_CLIENT_SECRET", "WEB_REDIRECT_URL", "WEB_SESSION_SECRET"
+    )
+    if missing:
+        raise CannotServe("; ".join(missing))
+    if len(settings.web_session_secret) < MIN_SECRET_CHARS:
+        raise CannotServe(
+            f"WEB_SESSION_SECRET has {len(settings.web_session_secret)} characters: it needs at least "
+            f"{MIN_SECRET_CHARS} (python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    redirect = urlsplit(settings.web_redirect_url)
+    path = redirect.path
+    if (
+        not CALLBACK_PATH.fullmatch(path)
+        or path in OWN_PATHS
+        or path.startswith(OWN_PREFIXES)
+        or redirect.query
+    ):
+        raise CannotServe(
+            f"WEB_REDIRECT_URL's path {path or '/'!r} cannot be the sign-in's way back: give the "
+            "dashboard's address with /auth/callback (letters, digits, / - _ . only; no query)"
+        )
+    return WebConfig(
+        sign_in=DiscordSignIn.from_settings(settings),
+        signer=SessionSigner(settings.web_session_secret, settings.web_session_hours * 3600),
+        secure=redirect.scheme == "https",
+        callback_path=path,
+        failures=failures(settings),
+        failure_line=functools.partial(failure_line, settings),
+    )
+
+
+def run(settings: Settings, host: str, port: int, listening: Callable[[str], None] | None = None) -> int:
+    """`python -m bot web`: checked (CannotServe, CannotListen), then served until SIGTERM or Ctrl+C."""
+    config = web_config(settings)
+    sock = listen(host, port)
+    try:
+        asyncio.run(_serve(settings, config, sock, url_of(host, sock, "/"), listening))
+    finally:
+        sock.close()
+    return 0
+
+
+async def _serve(
+    settings: Settings,
+    config: WebConfig,
+    sock: socket.socket,
+    url: str,
+    listening: Callable[[str], None] | None,
+) -> None:
+    service = await open_memory(settings)
+    try:
+        await service.reload_caches()
+        await serve(
+            build_app(service, config), sock, lambda: listening(url) if listening else None, lifespan="off"
+        )
+    finally:
+        await service.close(record_usage=False)
