@@ -60,8 +60,8 @@ def serve_mcp(settings: Settings, args: argparse.Namespace) -> int:
         require_database(settings)
     except CliError as exc:
         raise CliError(*exc.lines, settings_read(args)) from None
+    from bot.discord_rest import DiscordUnavailable
     from bot.http_serving import CannotListen
-    from bot.mcp.discord_view import DiscordUnavailable
     from bot.mcp.server import run
     from bot.memory.consult import ConsultError
     from bot.terminal import default_name

@@ -3,7 +3,7 @@
 `--channel ID`: what a reply in that channel could use (no one is being answered, so nobody's sensitive
 facts); `--user ID --scope S`: what that person sees with /facts, their sensitive facts included, and the
 server's conversations they can read; `--terminal`: the terminal chat's person. There is no other kind,
-so no session sees everything. Permissions come from Discord's REST API (`discord_view.py`); where they
+so no session sees everything. Permissions come from Discord's REST API (`bot/discord_rest.py`); where they
 cannot be known, a channel's session reads only what was said in that channel, and a person's session
 only their own facts.
 """
@@ -21,7 +21,7 @@ import discord
 
 from bot.discord_bot.adminlog import AdminLog, plural
 from bot.discord_bot.audience import audience_key
-from bot.mcp.discord_view import DiscordUnavailable, DiscordView, RestBot
+from bot.discord_rest import DiscordUnavailable, DiscordView, RestBot
 from bot.memory.consult import ConsultError, Reader
 from bot.memory.lookup import find_person
 from bot.memory.models import TERMINAL_SCOPE, guild_id_of, is_discord_id, iso, utcnow

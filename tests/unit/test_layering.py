@@ -203,7 +203,10 @@ def test_only_the_composition_root_opens_storage() -> None:
 
 
 FRONT_ENDS = {"discord_bot", "mcp", "terminal", "cli", "__main__"}  # the rooms a person or an agent enters by
-SHARED_WITH_MCP = {"bot.discord_bot.audience", "bot.discord_bot.adminlog", "bot.discord_bot.client"}
+SHARED_WITH_MCP = {"bot.discord_bot.audience", "bot.discord_bot.adminlog"}
+# What bot/discord_rest.py (a server's permissions over REST, for mcp and web) borrows of the Discord
+# front-end: the audience rule and the API address (point_discord_at)
+SHARED_WITH_DISCORD_REST = {"bot.discord_bot.audience", "bot.discord_bot.client"}
 
 
 def rooms_and_arrows() -> tuple[set[str], set[tuple[str, str]]]:
@@ -263,8 +266,9 @@ def test_the_cli_imports_another_front_end_only_in_the_module_of_the_command_tha
         assert used == CLI_STARTS.get(path.name, set()), path.name
 
 
-def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_the_admin_log_and_the_api_url() -> None:
-    """An MCP session in a server judges readers by the bot's own rule and writes to the bot's admin log."""
+def test_mcp_borrows_of_the_discord_front_end_only_the_audience_rule_and_the_admin_log() -> None:
+    """An MCP session in a server judges readers by the bot's own rule and writes to the bot's admin log;
+    it reads the server through bot/discord_rest.py."""
     borrowed = set()
     for path in (ROOT / "bot" / "mcp").rglob("*.py"):
         borrowed |= {".".join(m.split(".")[:3]) for m in imports_of(path) if m.startswith("bot.discord_bot.")}
@@ -334,3 +338,21 @@ def test_the_web_front_end_is_a_room_of_its_own_that_only_its_command_starts() -
         if any(m.startswith("bot.web") for m in imports_of(p))
     ]
     assert importing == ["web.py"]
+
+
+def test_the_rest_view_of_a_server_is_shared_by_mcp_and_web_and_borrows_only_the_audience_rule() -> None:
+    """bot/discord_rest.py reads a server's permissions over REST for the two front-ends that run without
+    the gateway (mcp, web): of the Discord front-end it borrows only the audience rule and the API
+    address, so the bot's rule is judged unchanged and neither front-end imports the other."""
+    rooms, arrows = rooms_and_arrows()
+    assert "discord_rest" in rooms
+    assert {source for source, to in arrows if to == "discord_rest"} == {"mcp", "cli"}
+    graph = {room: {to for source, to in arrows if source == room} for room in rooms}
+    assert graph["discord_rest"] & (FRONT_ENDS - {"discord_bot"}) == set()
+    assert "web" not in graph["discord_rest"]
+    borrowed = {
+        ".".join(m.split(".")[:3])
+        for m in imports_of(ROOT / "bot" / "discord_rest.py")
+        if m.startswith("bot.discord_bot.")
+    }
+    assert borrowed == SHARED_WITH_DISCORD_REST

@@ -1,12 +1,14 @@
-"""A server as the bot sees it, read from Discord's REST API with the bot's token: who can read what.
+"""A server as the bot sees it, read from Discord's REST API with the bot's token: who can read what, and
+who manages it.
 
-The MCP front-end runs in a process of its own, without the gateway, so it has no cache of channels,
-roles and members. It reads them over REST (the guild with its roles, its channels with their
+The MCP front-end and the web dashboard run in processes of their own, without the gateway, so they have
+no cache of channels, roles and members; both read a server through this module (moved here from
+bot/mcp/ so that neither front-end imports the other). It reads them over REST (the guild with its roles, its channels with their
 overwrites, its members) and builds the same `discord.Guild` the gateway would, so the audience rule is
 the bot's own (`bot/discord_bot/audience.py`: `AudienceResolver.covers`, `member_can_read`), not a copy. The view is
 read again before a call when it is older than `MAX_AGE_SECONDS`, so a changed overwrite holds at once.
-When Discord cannot be read, `guild` is None and sessions fall back to what was said in their own
-channel (`bot/mcp/session.py`).
+When Discord cannot be read, `guild` is None: MCP sessions fall back to what was said in their own
+channel (`bot/mcp/session.py`), and the dashboard's admin pages answer as for an unknown server.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import discord
 from discord.ext import commands
 
 from bot.config import Settings
-from bot.discord_bot.audience import AudienceResolver
+from bot.discord_bot.audience import AudienceResolver, Said
 from bot.discord_bot.client import point_discord_at
 
 log = logging.getLogger(__name__)
@@ -144,6 +146,20 @@ class DiscordView:
         if self.guild is None or member is None:
             return False
         return self.resolver.member_can_read(self.guild, member, Place(key))
+
+    def reads(self, user_id: str, said: Said) -> bool:
+        """Whether a member can read, now, every place an episode or a community fact was said (the rule of
+        /memory-admin's lists: `AudienceResolver.member_can_read`); False when Discord cannot be read."""
+        member = self.guild.get_member(int(user_id)) if self.guild is not None and user_id.isdigit() else None
+        if self.guild is None or member is None:
+            return False
+        return self.resolver.member_can_read(self.guild, member, said)
+
+    def manages(self, user_id: str) -> bool:
+        """Whether a member has Manage Server here now (as owner, administrator or through a role): who
+        may use /memory-admin; False when Discord cannot be read or they are not a member."""
+        member = self.guild.get_member(int(user_id)) if self.guild is not None and user_id.isdigit() else None
+        return member is not None and member.guild_permissions.manage_guild
 
     def channel_name(self, channel_id: str) -> str:
         """'#general' for a channel the view knows, else Discord's mention markup."""
