@@ -371,6 +371,20 @@ class AppliedChange:
 
 
 @dataclass(frozen=True)
+class AuditEvent:
+    """One line of a scope's audit trail as an admin reads it: ids, kind, actor, time and the counts of
+    its detail (never a text)."""
+
+    id: int
+    fact_id: int | None
+    user_id: str
+    kind: str
+    actor: str
+    at: str
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
 class PersonSettings:
     """A person's own choices in one place (a server, or their DMs); opting out is kept beside them."""
 

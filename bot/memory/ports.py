@@ -123,6 +123,17 @@ class Storage(Protocol):
 
     def count_facts(self, scope: str, user_id: str, *, all_statuses: bool = False) -> int: ...
 
+    def events(
+        self, scope: str, user_id: str | None = None, limit: int = 100, *, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """The audit trail of a scope (one person's, or everyone's), newest first: id, fact_id, user_id,
+        kind, detail (parsed), actor, at."""
+        ...
+
+    def events_per_day(self, scope: str, since: str) -> dict[str, dict[str, int]]:
+        """Per UTC day (YYYY-MM-DD) since `since`: facts learned and forgotten in the scope."""
+        ...
+
     def get_fact(self, fact_id: int) -> Fact | None: ...
 
     def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:

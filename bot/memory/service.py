@@ -37,6 +37,7 @@ from bot.memory.models import (
     COMMUNITY_ID,
     MAX_FACT_CHARS,
     AppliedChange,
+    AuditEvent,
     BufferedMessage,
     Episode,
     Fact,
@@ -652,6 +653,27 @@ class MemoryService:
     async def set_persona(self, guild_id: str, channel_id: str | None, persona: str | None) -> str | None:
         """Set (or with None clear) the persona of a server or of one of its channels (`Switches.set_persona`)."""
         return await self.switches.set_persona(guild_id, channel_id, persona)
+
+    async def audit(self, scope: str, *, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+        """A scope's audit trail, newest first, as an admin may read it: ids, kinds, actors, times and the
+        counts in each event's detail, never a text (a model's reason, a cause in words)."""
+        found = await self.store.call(Storage.events, scope, None, limit, offset=offset)
+        return [
+            AuditEvent(
+                e["id"],
+                e["fact_id"],
+                e["user_id"],
+                e["kind"],
+                e["actor"],
+                e["at"],
+                {k: v for k, v in e["detail"].items() if type(v) is int},
+            )
+            for e in found
+        ]
+
+    async def facts_per_day(self, scope: str, since: str) -> dict[str, dict[str, int]]:
+        """Per UTC day since `since`, the facts learned (still held) and forgotten in a scope."""
+        return await self.store.call(Storage.events_per_day, scope, since)
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)

@@ -83,16 +83,37 @@ class Facts(Connected):
         )
         return facts_from(self.conn, rows)
 
-    def events(self, scope: str, user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def events(
+        self, scope: str, user_id: str | None = None, limit: int = 100, *, offset: int = 0
+    ) -> list[dict[str, Any]]:
         params: tuple[Any, ...] = (scope,) if user_id is None else (scope, user_id)
         where = "scope = ?" if user_id is None else "scope = ? AND user_id = ?"
         rows = select(
             self.conn,
             f"SELECT id, fact_id, user_id, kind, detail, actor, at FROM fact_events WHERE {where} "
-            "ORDER BY id DESC LIMIT ?",
-            (*params, limit),
+            "ORDER BY id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
         )
         return [event_from(r) for r in rows]
+
+    def events_per_day(self, scope: str, since: str) -> dict[str, dict[str, int]]:
+        """Per UTC day since `since` (ISO), how many facts of the scope were learned (the 'added' events
+        still held: a forget deletes a fact's history) and forgotten (the 'forgotten' events' counts)."""
+        days: dict[str, dict[str, int]] = {}
+        rows = select(
+            self.conn,
+            "SELECT kind, detail, at FROM fact_events WHERE scope = ? AND at >= ? "
+            "AND kind IN ('added', 'forgotten')",
+            (scope, since),
+        )
+        for row in rows:
+            day = days.setdefault(row["at"][:10], {"learned": 0, "forgotten": 0})
+            if row["kind"] == "added":
+                day["learned"] += 1
+            else:
+                count = json.loads(row["detail"]).get("count", 0)
+                day["forgotten"] += count if isinstance(count, int) else 0
+        return days
 
     def record_retrievals(self, fact_ids: Sequence[int]) -> None:
         with self._tx():
