@@ -20,6 +20,7 @@ import pytest
 
 from bot.app import memory_policy
 from bot.config import Settings
+from bot.memory.models import BufferedMessage, NewEpisode
 from bot.memory.ports import Storage
 from bot.memory.service import MemoryService
 from bot.storage import AsyncStore
@@ -153,3 +154,23 @@ async def gemini_brain() -> AsyncIterator[tuple[GeminiStandIn, FakeBrain]]:
         brain = FakeBrain(chat_reply="Noted, thanks.")
         standin.generate_handler = brain
         yield standin, brain
+
+
+async def record_episode(service: MemoryService, said: BufferedMessage) -> int:
+    """An episode of one message, as a flush that read it records it (its summary the message's words,
+    embedded by the service's embedder); its id."""
+    await service.store.call(Storage.buffer_messages, [(said, 0.0)])
+    [vector] = await service.embed_queries([said.content])
+    episode = NewEpisode(
+        said.scope, said.origin, said.content, said.created_at, said.created_at,
+        {said.message_id: said.author_id}, embedding=vector,
+    )  # fmt: skip
+    await service.store.call(
+        Storage.apply_flush,
+        [],
+        episodes=[episode],
+        consumed_message_ids=[said.message_id],
+        read_texts={said.message_id: said.content},
+    )
+    [stored] = await service.list_episodes(said.scope, channel_ids=[said.channel_id])
+    return stored.id

@@ -23,6 +23,8 @@ DISCORD_API = "https://discord.com/api/v10"
 DISCORD_AUTHORIZE = "https://discord.com/oauth2/authorize"
 SCOPES = "identify guilds"
 TIMEOUT_SECONDS = 10.0
+ADMINISTRATOR = 1 << 3
+MANAGE_GUILD = 1 << 5
 
 
 class SignInFailed(Exception):
@@ -31,11 +33,14 @@ class SignInFailed(Exception):
 
 @dataclass(frozen=True)
 class Member:
-    """Who signed in, and the servers Discord says they are in (ids and names)."""
+    """Who signed in, the servers Discord says they are in (ids and names), and those where Discord's list
+    says they own the server or hold Manage Server or Administrator: a hint of where to ask the bot's own
+    reading of the server's permissions (`bot/discord_rest.py`), never trusted on its own."""
 
     user_id: str
     name: str
     guilds: tuple[tuple[str, str], ...]
+    may_manage: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,12 @@ class DiscordSignIn:
             for g in guilds
             if isinstance(g, dict) and str(g.get("id", "")).isdigit()
         )
-        return Member(str(me["id"]), name, listed)
+        hinted = frozenset(
+            str(g["id"])
+            for g in guilds
+            if isinstance(g, dict) and str(g.get("id", "")).isdigit() and _manager_hint(g)
+        )
+        return Member(str(me["id"]), name, listed, hinted)
 
     async def _token(self, http: aiohttp.ClientSession, code: str) -> str:
         form = {
@@ -103,6 +113,13 @@ class DiscordSignIn:
         if not isinstance(token, str) or not token:
             raise SignInFailed("Discord's answer was not what was expected; try again")
         return token
+
+
+def _manager_hint(guild: dict[str, Any]) -> bool:
+    """Whether an entry of `users/@me/guilds` says its member owns the server or may manage it."""
+    bits = str(guild.get("permissions", "0"))
+    permissions = int(bits) if bits.isdigit() else 0
+    return guild.get("owner") is True or bool(permissions & (MANAGE_GUILD | ADMINISTRATOR))
 
 
 async def _json(http: aiohttp.ClientSession, method: str, url: str, **options: Any) -> Any:

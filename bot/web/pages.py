@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -39,20 +39,23 @@ from bot.memory.models import (
     positive_number,
 )
 from bot.memory.service import MemoryService
+from bot.web.admin_pages import AdminPages
 from bot.web.discord_sign_in import DiscordSignIn, Member, SignInFailed
 from bot.web.exports import csv_export, file_name, json_export
+from bot.web.forms import form_of
 from bot.web.limits import Limit, Limits, RateLimiter
+from bot.web.servers import ServerViews
 from bot.web.sessions import COOKIE, Place, Session, SessionSigner, signed_in, signing_in
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
-MAX_FORM_BYTES = 16_384  # a correction is at most 500 characters; a form past this reads as empty
 MAX_PAGE = 100_000  # past it, the last page: an offset the database takes whatever is typed in the URL
 MAX_QUERY_CHARS = 200
 MAX_GUILDS_CHECKED = 200  # of the member's servers, the most whose memory is looked up at sign-in
 MAX_PLACES = 50  # the places a session lists, as many as its cookie holds (SessionSigner.fitting)
+MAX_ADMIN_PLACES = 10  # the servers a session lists as the member's to manage
 PLACE_NAME_CHARS = 32  # a server's name as the session keeps it: about 40 places fit, 20 in CJK
 DM = Place("dm", "Direct messages with the bot")
 CSP = (
@@ -90,11 +93,15 @@ class WebConfig:
     failure_line: Callable[[BaseException], str] = str
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], float] = time.monotonic  # the rate limits' and the settings' clock
+    auto_reply_channel_ids: frozenset[str] = frozenset()  # AUTO_REPLY_CHANNEL_IDS, the admin pages' default
 
 
-def build_app(service: MemoryService, config: WebConfig) -> ASGIApp:
-    """The ASGI app: the pages, the shipped static files, and the security headers on every response."""
-    pages = Pages(service, config)
+def build_app(service: MemoryService, config: WebConfig, views: ServerViews | None = None) -> ASGIApp:
+    """The ASGI app: the pages, the shipped static files, and the security headers on every response.
+    `views` reads the servers' permissions with the bot's token (none: nobody is an admin here)."""
+    pages = Pages(service, config, views or ServerViews(None))
+    admin = AdminPages(pages, service, pages.views, config.auto_reply_channel_ids)
+    both = ["GET", "POST"]
     routes = [
         Route("/", pages.home),
         Route("/auth/login", pages.login),
@@ -110,6 +117,17 @@ def build_app(service: MemoryService, config: WebConfig) -> ASGIApp:
             "/memory/{place}/facts/{fact_id}/correct", pages.member(pages.correct), methods=["GET", "POST"]
         ),
         Route("/memory/{place}/facts/{fact_id}/forget", pages.member(pages.forget), methods=["POST"]),
+        Route("/admin/{guild}", admin.admin(admin.facts)),
+        Route("/admin/{guild}/search", admin.admin(admin.facts), methods=["POST"]),
+        Route("/admin/{guild}/facts/{item}/correct", admin.admin(admin.correct_fact), methods=both),
+        Route("/admin/{guild}/facts/{item}/forget", admin.admin(admin.forget_fact), methods=["POST"]),
+        Route("/admin/{guild}/episodes", admin.admin(admin.episodes)),
+        Route("/admin/{guild}/episodes/search", admin.admin(admin.episodes), methods=["POST"]),
+        Route("/admin/{guild}/episodes/{item}/correct", admin.admin(admin.correct_episode), methods=both),
+        Route("/admin/{guild}/episodes/{item}/forget", admin.admin(admin.forget_episode), methods=["POST"]),
+        Route("/admin/{guild}/settings", admin.admin(admin.settings), methods=both),
+        Route("/admin/{guild}/audit", admin.admin(admin.audit)),
+        Route("/admin/{guild}/usage", admin.admin(admin.usage)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     handlers: Mapping[Any, Any] = {failure: pages.unavailable for failure in config.failures}
@@ -144,9 +162,10 @@ class Guard:
 
 
 class Pages:
-    def __init__(self, service: MemoryService, config: WebConfig) -> None:
+    def __init__(self, service: MemoryService, config: WebConfig, views: ServerViews) -> None:
         self.service = service
         self.config = config
+        self.views = views
         self.limiter = RateLimiter(config.clock)
         self._settings_read = -SETTINGS_FRESH_SECONDS
         env = jinja2.Environment(
@@ -162,7 +181,8 @@ class Pages:
         session = self._session(request)
         if session is None or not session.signed_in:
             return self._page(request, None, "signin.html", {})
-        return self._page(request, session, "home.html", {"places": session.places})
+        context = {"places": session.places, "managed": session.admin_of}
+        return self._page(request, session, "home.html", context)
 
     async def login(self, request: Request) -> Response:
         """A fresh pre-login session holding the `state`, and the way to Discord."""
@@ -191,7 +211,8 @@ class Pages:
         except SignInFailed as exc:
             return self._refused_sign_in(request, f"{exc}.", status=502)
         places = await self._places(member)
-        session = self.config.signer.fitting(signed_in(member.user_id, member.name, places))
+        managed = await self._managed(member)
+        session = self.config.signer.fitting(signed_in(member.user_id, member.name, places, admin_of=managed))
         if len(session.places) < len(places):
             log.warning("user %s has memory in more servers than a session lists", member.user_id)
         log.info("user %s signed in (%d places)", member.user_id, len(session.places))
@@ -212,6 +233,19 @@ class Pages:
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(COOKIE, path="/", secure=self.config.secure, httponly=True, samesite="lax")
         return response
+
+    async def _managed(self, member: Member) -> tuple[Place, ...]:
+        """The servers to list as the member's to manage: those Discord's list hints at (owner, Manage
+        Server, Administrator) where the bot's own reading of the server says Manage Server now. Every
+        admin page asks again; this is only the home page's list."""
+        managed: list[Place] = []
+        for guild_id, name in member.guilds[:MAX_GUILDS_CHECKED]:
+            if len(managed) >= MAX_ADMIN_PLACES:
+                break
+            if guild_id in member.may_manage and await self.views.managed_by(guild_id, member.user_id):
+                shown = name if len(name) <= PLACE_NAME_CHARS else name[: PLACE_NAME_CHARS - 1] + "…"
+                managed.append(Place(f"guild:{guild_id}", shown))
+        return tuple(managed)
 
     async def _places(self, member: Member) -> tuple[Place, ...]:
         """The member's servers where the bot holds facts about them, and their DMs with it."""
@@ -546,15 +580,3 @@ def _download(body: str, media_type: str, name: str) -> Response:
     return Response(
         body, media_type=media_type, headers={"content-disposition": f'attachment; filename="{name}"'}
     )
-
-
-async def form_of(request: Request) -> dict[str, str]:
-    """A form's fields, as the pages' forms send them (URL-encoded, at most MAX_FORM_BYTES); anything
-    else reads as an empty form, which no CSRF check passes. Read here rather than by Starlette's
-    form parser, which needs python-multipart for what these forms never send."""
-    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    size = request.headers.get("content-length", "")
-    if kind != "application/x-www-form-urlencoded" or not size.isdigit() or int(size) > MAX_FORM_BYTES:
-        return {}
-    body = await request.body()  # kept by the request: read again, it is the same
-    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))

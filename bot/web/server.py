@@ -1,4 +1,5 @@
-"""Serving the dashboard: memory opened as the MCP server opens it, the pages on uvicorn, until a signal.
+"""Serving the dashboard: memory opened as the MCP server opens it, the bot logged in over REST (the admin
+pages read permissions with its token, DISCORD_TOKEN), the pages on uvicorn, until a signal.
 
 The port is bound before memory is opened, so a port in use is said at once, in one line
 (`bot/http_serving.py`, shared with `mcp --http`). Uvicorn's access log is off: `pages.Guard` logs each
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import re
 import socket
 from collections.abc import Callable
@@ -16,10 +18,15 @@ from urllib.parse import urlsplit
 
 from bot.app import failure_line, failures, open_memory
 from bot.config import Settings
+from bot.discord_rest import DiscordUnavailable, DiscordView, RestBot
 from bot.http_serving import listen, serve, url_of
+from bot.memory.service import MemoryService
 from bot.web.discord_sign_in import DiscordSignIn
 from bot.web.pages import WebConfig, build_app
+from bot.web.servers import ServerViews
 from bot.web.sessions import SessionSigner
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8790  # not 8765 and 8767 (the local model servers), nor 8780 (MCP over HTTP)
 MIN_SECRET_CHARS = 32
@@ -63,6 +70,7 @@ def web_config(settings: Settings) -> WebConfig:
         callback_path=path,
         failures=failures(settings),
         failure_line=functools.partial(failure_line, settings),
+        auto_reply_channel_ids=frozenset(str(c) for c in settings.auto_reply_channel_ids),
     )
 
 
@@ -85,10 +93,26 @@ async def _serve(
     listening: Callable[[str], None] | None,
 ) -> None:
     service = await open_memory(settings)
+    views = ServerViews(None)
     try:
         await service.reload_caches()
+        views = ServerViews(await _bot(settings, service))
         await serve(
-            build_app(service, config), sock, lambda: listening(url) if listening else None, lifespan="off"
+            build_app(service, config, views),
+            sock,
+            lambda: listening(url) if listening else None,
+            lifespan="off",
         )
     finally:
+        await views.close()
         await service.close(record_usage=False)
+
+
+async def _bot(settings: Settings, service: MemoryService) -> RestBot | None:
+    """The bot logged in over REST, for the admin pages' reading of permissions; None (logged) when
+    Discord cannot be read, and then nobody is an admin here."""
+    try:
+        return await DiscordView.login(settings, service)
+    except DiscordUnavailable as exc:
+        log.warning("%s: the admin pages answer nobody (a member's pages work)", exc)
+        return None

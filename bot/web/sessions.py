@@ -3,7 +3,8 @@
 The server keeps no session table: what it trusts is what it signed. The value carries when it was
 issued, and the server refuses it once older than its lifetime whatever the browser does with the
 cookie's own expiry. Before sign-in a session holds only the OAuth2 `state` (for a few minutes); after,
-the member's Discord id and name, the places they may open, and the CSRF token every form sends back.
+the member's Discord id and name, the places they may open, the servers they managed at sign-in (a list
+to show: every admin page asks Discord again), and the CSRF token every form sends back.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Session:
     user_id: str | None = None
     name: str = ""
     places: tuple[Place, ...] = ()
+    admin_of: tuple[Place, ...] = ()  # the servers they managed at sign-in: listed, checked again on use
 
     @property
     def signed_in(self) -> bool:
@@ -80,9 +82,16 @@ def signing_in(now: float | None = None) -> Session:
     return Session(issued=time.time() if now is None else now, state=secrets.token_urlsafe(24))
 
 
-def signed_in(user_id: str, name: str, places: tuple[Place, ...], now: float | None = None) -> Session:
+def signed_in(
+    user_id: str,
+    name: str,
+    places: tuple[Place, ...],
+    now: float | None = None,
+    admin_of: tuple[Place, ...] = (),
+) -> Session:
     """A session after sign-in; a new CSRF token, so nothing from before it carries over."""
-    return Session(issued=time.time() if now is None else now, user_id=user_id, name=name, places=places)
+    issued = time.time() if now is None else now
+    return Session(issued=issued, user_id=user_id, name=name, places=places, admin_of=admin_of)
 
 
 class SessionSigner:
@@ -102,6 +111,8 @@ class SessionSigner:
                 "n": session.name,
                 "p": [[p.scope, p.name] for p in session.places],
             }
+            if session.admin_of:
+                data["a"] = [[p.scope, p.name] for p in session.admin_of]
         text = json.dumps(
             data, separators=(",", ":"), ensure_ascii=False
         )  # UTF-8: 3 bytes a CJK letter, not 6
@@ -130,6 +141,7 @@ class SessionSigner:
                 user_id=data.get("u"),
                 name=str(data.get("n", "")),
                 places=tuple(Place(str(s), str(n)) for s, n in data.get("p", [])),
+                admin_of=tuple(Place(str(s), str(n)) for s, n in data.get("a", [])),
             )
         except (binascii.Error, ValueError, KeyError, TypeError):
             return None

@@ -16,8 +16,10 @@ from standins.discord.model import (
     INTENT_GUILD_MEMBERS,
     INTENT_GUILDS,
     MANAGE_GUILD,
+    VIEW_CHANNEL,
     Guild,
     Member,
+    overwrite,
     role_payload,
     text_channel_payload,
     thread_payload,
@@ -146,6 +148,18 @@ class GuildSetup(Gateway):
         self._add_channel(payload, guild.id)
         await self._dispatch("CHANNEL_CREATE", payload)
         return channel_id
+
+    async def add_role_channel(self, guild: Guild, name: str, role_id: int) -> int:
+        """A text channel only `role_id` (and the bot) can read: @everyone denied View Channel."""
+        return await self.add_text_channel(
+            guild,
+            name,
+            overwrites=[
+                overwrite(guild.id, deny=VIEW_CHANNEL),
+                overwrite(role_id, allow=VIEW_CHANNEL),
+                overwrite(guild.bot_role_id, allow=VIEW_CHANNEL),
+            ],
+        )
 
     async def set_overwrites(self, channel_id: int, overwrites: Sequence[dict[str, Any]]) -> None:
         """Change who may see a channel (sent as CHANNEL_UPDATE, as when an admin edits permissions)."""

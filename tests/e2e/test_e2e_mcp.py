@@ -27,14 +27,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from bot.app import open_memory
-from bot.memory.models import BufferedMessage, NewEpisode, NewFact, Origin, iso, utcnow
+from bot.memory.models import BufferedMessage, NewFact, Origin, iso, utcnow
 from bot.memory.ports import Storage
 from bot.storage import AsyncStore
 from standins.brain import FakeBrain
 from standins.discord import DiscordStandIn
-from standins.discord.model import overwrite
 from standins.gemini import GeminiStandIn
-from tests.conftest import make_settings
+from tests.conftest import make_settings, record_episode
 from tests.e2e.world import eventually
 from tests.integration.test_cli import clean_env, run_cli
 
@@ -42,7 +41,6 @@ pytestmark = pytest.mark.e2e
 
 TOKEN = "bot-token"
 MCP_TOKEN = "mcp-secret"
-VIEW_CHANNEL = 1 << 10
 _ids = itertools.count(900_000_000_000_000_001)
 
 
@@ -75,15 +73,7 @@ async def server(
         bob = discord.add_user("bob")
         staff_role = await discord.add_role(alpha, "staff")
         await discord.set_roles(alpha, bob, [staff_role])
-        staff = await discord.add_text_channel(
-            alpha,
-            "staff-only",
-            overwrites=[
-                overwrite(alpha.id, deny=VIEW_CHANNEL),
-                overwrite(staff_role, allow=VIEW_CHANNEL),
-                overwrite(alpha.bot_role_id, allow=VIEW_CHANNEL),
-            ],
-        )
+        staff = await discord.add_role_channel(alpha, "staff-only", staff_role)
         general, log_channel = alpha.channels["general"], alpha.channels["bot-log"]
         settings = make_settings(
             tmp_path,
@@ -142,21 +132,7 @@ async def seed(
             ("staff", staff, "The staff discussed the secret launch date of Falcon."),
         ):
             said = BufferedMessage(str(next(_ids)), scope, str(channel), bob, "bob", summary, iso(utcnow()))
-            await service.store.call(Storage.buffer_messages, [(said, 0.0)])
-            [vector] = await service.embed_queries([summary])
-            episode = NewEpisode(
-                scope, said.origin, summary, said.created_at, said.created_at,
-                {said.message_id: bob}, embedding=vector,
-            )  # fmt: skip
-            await service.store.call(
-                Storage.apply_flush,
-                [],
-                episodes=[episode],
-                consumed_message_ids=[said.message_id],
-                read_texts={said.message_id: summary},
-            )
-            [stored] = await service.list_episodes(scope, channel_ids=[str(channel)])
-            episodes[name] = stored.id
+            episodes[name] = await record_episode(service, said)
     finally:
         await service.close(record_usage=False)
     return facts, episodes

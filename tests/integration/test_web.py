@@ -27,6 +27,7 @@ import uvicorn
 
 from bot.app import open_memory
 from bot.config import Settings, load_settings
+from bot.discord_rest import DiscordView
 from bot.http_serving import listen
 from bot.memory.models import BufferedMessage, NewFact, Origin, PersonSettings, iso, utcnow
 from bot.memory.service import MemoryService
@@ -35,12 +36,14 @@ from bot.web.exports import CSV_COLUMNS, cell
 from bot.web.limits import MAX_KEYS, Limit, Limits, RateLimiter
 from bot.web.pages import build_app
 from bot.web.server import CannotServe, web_config
+from bot.web.servers import ServerViews
 from bot.web.sessions import COOKIE, MAX_COOKIE_CHARS, Place, Session, SessionSigner
 from standins.discord import DiscordStandIn
 from tests.conftest import make_settings
 from tests.integration.test_cli import clean_env, run_cli
 
 SECRET = "s" * 40
+TOKEN = "bot-token"
 SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])  # nothing of the database is at stake
 
 
@@ -65,6 +68,7 @@ class Site:
     guild_id: int
     facts: dict[str, int]
     clock: Clock
+    staff: int  # #staff: only the staff role (dan's) and the bot can read it
 
     @property
     def ana(self) -> dict[str, Any]:
@@ -73,6 +77,20 @@ class Site:
     @property
     def bob(self) -> dict[str, Any]:
         return next(u for u in self.discord.users.values() if u["username"] == "bob")
+
+    @property
+    def cat(self) -> dict[str, Any]:
+        """An admin of Alpha (Manage Server) who cannot read #staff."""
+        return next(u for u in self.discord.users.values() if u["username"] == "cat")
+
+    @property
+    def dan(self) -> dict[str, Any]:
+        """An admin of Alpha with the staff role: reads #staff."""
+        return next(u for u in self.discord.users.values() if u["username"] == "dan")
+
+    @property
+    def general(self) -> int:
+        return self.discord.guilds[self.guild_id].channels["general"]
 
     def rows(self, fact_id: int) -> list[tuple[str, str]]:
         """The fact's row in the facts table."""
@@ -102,10 +120,15 @@ def limits() -> Limits:
 async def site(
     tmp_path: Path, database: Path | str, service: MemoryService, limits: Limits
 ) -> AsyncIterator[Site]:
-    async with DiscordStandIn() as discord:
+    async with DiscordStandIn(token=TOKEN) as discord:
         alpha, beta = discord.add_guild("Alpha"), discord.add_guild("Beta")
         ana = discord.add_user("ana", guilds=[alpha.id, beta.id])
         bob = discord.add_user("bob", guilds=[alpha.id])
+        discord.add_user("cat", guilds=[alpha.id], admin_in=[alpha.id])
+        dan = discord.add_user("dan", guilds=[alpha.id], admin_in=[alpha.id])
+        staff_role = await discord.add_role(alpha, "staff")
+        await discord.set_roles(alpha, dan, [alpha.admin_role_id, staff_role])
+        staff = await discord.add_role_channel(alpha, "staff", staff_role)
         general = alpha.channels["general"]
         facts = await seed(service, f"guild:{alpha.id}", str(ana["id"]), str(bob["id"]), general)
         sock = listen("127.0.0.1", 0)
@@ -118,20 +141,23 @@ async def site(
             discord_client_secret=discord.client_secret,
             web_redirect_url=f"{url}/auth/callback",
             web_session_secret=SECRET,
+            discord_token=TOKEN,
         )
         clock = Clock()
         config = replace(web_config(settings), clock=clock, limits=limits)
+        views = ServerViews(await DiscordView.login(settings, service))
         server = uvicorn.Server(
-            uvicorn.Config(build_app(service, config), lifespan="off", log_level="warning")
+            uvicorn.Config(build_app(service, config, views), lifespan="off", log_level="warning")
         )
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             await asyncio.sleep(0.01)
         try:
-            yield Site(url, discord, database, alpha.id, facts, clock)
+            yield Site(url, discord, database, alpha.id, facts, clock, staff)
         finally:
             server.should_exit = True
             await serving
+            await views.close()
             sock.close()
 
 

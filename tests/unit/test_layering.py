@@ -346,7 +346,7 @@ def test_the_rest_view_of_a_server_is_shared_by_mcp_and_web_and_borrows_only_the
     address, so the bot's rule is judged unchanged and neither front-end imports the other."""
     rooms, arrows = rooms_and_arrows()
     assert "discord_rest" in rooms
-    assert {source for source, to in arrows if to == "discord_rest"} == {"mcp", "cli"}
+    assert {source for source, to in arrows if to == "discord_rest"} == {"mcp", "web", "cli"}
     graph = {room: {to for source, to in arrows if source == room} for room in rooms}
     assert graph["discord_rest"] & (FRONT_ENDS - {"discord_bot"}) == set()
     assert "web" not in graph["discord_rest"]
