@@ -311,7 +311,7 @@ class AdminPages:
             {
                 "id": e.id,
                 "at": e.at[:19].replace("T", " ") + " UTC",
-                "kind": e.kind,
+                "kind": e.kind.replace("_", " "),
                 "fact": e.fact_id,
                 "whose": "the community" if e.user_id == COMMUNITY_ID else _person(view, e.user_id),
                 "actor": _person(view, e.actor),

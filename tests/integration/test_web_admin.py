@@ -34,6 +34,7 @@ site, limits = test_web.site, test_web.limits  # the fixtures: the dashboard ove
 
 _ids = itertools.count(10**17 + 5000)
 MEMBER_TEXTS = ("ana keeps bees", "bob plays the oboe", "ana takes insulin", "ana lives in Porto")
+SENSITIVE_COMMUNITY = "The treasurer's card ends in 4242"  # marked sensitive: listed to no admin
 STAFF_TEXTS = ("The launch date is the 9th", "The staff chose the launch budget")
 
 
@@ -51,6 +52,7 @@ async def seed_community(service: MemoryService, site: Site) -> dict[str, int]:
         [
             fact(COMMUNITY_ID, COMMUNITY_NAME, "No spoilers before Friday", site.general),
             fact(COMMUNITY_ID, COMMUNITY_NAME, STAFF_TEXTS[0], site.staff),
+            fact(COMMUNITY_ID, COMMUNITY_NAME, SENSITIVE_COMMUNITY, site.general, sensitive=True),
             fact(ana, "ana", "ana takes insulin", site.general, sensitive=True),
         ]
     )
@@ -86,8 +88,10 @@ async def test_an_admin_without_access_to_staff_sees_no_staff_item_and_no_member
         assert [status for status, _ in pages] == [200] * 5
         everything = "".join(page for _, page in pages)
         assert "#staff" not in everything  # not even its name: the settings list the channels she reads
+        [(sensitive,)] = site.read("SELECT sensitive FROM facts WHERE text = ?", (SENSITIVE_COMMUNITY,))
+        assert sensitive  # held, marked, and on no page
         assert "No spoilers before Friday" in everything and "planned a picnic" in everything
-        for text in (*STAFF_TEXTS, *MEMBER_TEXTS):
+        for text in (*STAFF_TEXTS, *MEMBER_TEXTS, SENSITIVE_COMMUNITY, "4242"):
             assert text not in everything, text
         csrf = csrf_of(pages[0][1])
         for path, words in (("/search", "launch"), ("/episodes/search", "budget")):
@@ -116,7 +120,7 @@ async def test_an_admin_without_access_to_staff_sees_no_staff_item_and_no_member
         await sign_in(http, site, site.dan)
         everything = "".join([(await get(http, url))[1] for url in pages_of(site)])
         assert all(text in everything for text in STAFF_TEXTS) and '<th scope="row">#staff</th>' in everything
-        assert not any(text in everything for text in MEMBER_TEXTS)
+        assert not any(text in everything for text in (*MEMBER_TEXTS, "4242"))
 
 
 async def test_a_non_admin_gets_404_on_every_admin_page_and_post(
@@ -247,7 +251,7 @@ async def test_the_audit_log_shows_ids_counts_actors_and_times_never_texts(
     assert f"dan ({site.dan['id']})" in forgotten and "count 1" in forgotten
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", forgotten)
     assert f"#{ids['rule']}" in table and "added" in table
-    for text in (*STAFF_TEXTS, *MEMBER_TEXTS, "No spoilers before Friday", "picnic"):
+    for text in (*STAFF_TEXTS, *MEMBER_TEXTS, SENSITIVE_COMMUNITY, "No spoilers before Friday", "picnic"):
         assert text not in page, text
 
 
@@ -297,6 +301,7 @@ async def test_every_admin_page_has_a_skip_link_headings_labels_and_the_security
                 page = await r.text()
                 assert r.headers["X-Frame-Options"] == "DENY" and r.headers["Cache-Control"] == "no-store"
             assert '<a class="skip" href="#main">' in page and '<main id="main">' in page
+            assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
             assert page.count("<h1>") == 1 and 'aria-current="page"' in page
             for field in re.findall(r"<(?:input|textarea|select)\b[^>]*>", page):
                 if 'type="hidden"' in field:
@@ -304,3 +309,9 @@ async def test_every_admin_page_has_a_skip_link_headings_labels_and_the_security
                 named = re.search(r'id="([^"]+)"', field)
                 assert "aria-label=" in field or (named and f'for="{named[1]}"' in page), field
             assert all("scope=" in th for th in re.findall(r"<th\b[^>]*>", page))
+        async with http.get(
+            f"{site.url}/static/style.css"
+        ) as r:  # a phone's width: one column, tables scroll
+            css = await r.text()
+        assert "@media (max-width: 40rem)" in css and ".table-wrap { overflow-x: auto; }" in css
+        assert ":focus { outline: 3px solid" in css
