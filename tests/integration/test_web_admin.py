@@ -132,6 +132,7 @@ async def test_a_non_admin_gets_404_on_every_admin_page_and_post(
         home = await sign_in(http, site, site.ana)
         assert "/admin/" not in home
         csrf = csrf_of(home)
+        asked = len(site.discord.requests)
         unknown_server = await get(http, f"{site.url}/admin/{10**17 + 1}")
         assert unknown_server[0] == 404
         answers = {await get(http, url) for url in pages_of(site)}
@@ -147,6 +148,8 @@ async def test_a_non_admin_gets_404_on_every_admin_page_and_post(
             ):
                 answers.add(await post(http, base + path, {**form, "text": "changed", "q": "x"}))
         assert answers == {unknown_server}
+        # a server not among those she managed at sign-in is not even read from Discord for her
+        assert not [r for r in site.discord.requests[asked:] if r.path.startswith("/guilds/")]
     assert site.read("SELECT text FROM facts WHERE id = ?", (ids["rule"],)) == [
         ("No spoilers before Friday",)
     ]
@@ -155,6 +158,7 @@ async def test_a_non_admin_gets_404_on_every_admin_page_and_post(
     async with browser() as http:
         await sign_in(http, site, site.cat)
         assert (await get(http, base))[0] == 200
+        assert any(r.path == f"/guilds/{site.guild_id}" for r in site.discord.requests[asked:])  # read now
         await site.discord.set_roles(site.discord.guilds[site.guild_id], site.cat, [])
         monkeypatch.setattr(discord_rest, "MAX_AGE_SECONDS", 0.0)  # no reading of 5 s to wait out
         status, page = await get(http, base)
