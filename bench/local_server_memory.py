@@ -28,7 +28,8 @@ the prompt tokens it evaluated and those it reused (the prefix still in its cont
 state's), whether the cache had a state for it, and the seconds of each part: what the cache saves,
 in tokens, whatever else the machine is doing meanwhile (the seconds depend on that; other
 llama_cpp.server processes seen during the run are listed). Writes bench/results/local_server_memory_<label>.json (the label
-from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 10).
+from the cache arguments unless `--label` is given; `.partial.json` for a trial of fewer than 10, or a
+run with a failed request; three failures in a row stop it).
 The server's output goes to bench/.cache/llama_server_memory.log.
 """
 
@@ -657,6 +658,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if server.process is not None and server.process.poll() is not None:
                 stopped = f"the server ended (exit {server.process.returncode}) after request {index + 1}"
                 break
+            if len(records) >= 3 and all("error" in r for r in records[-3:]):
+                stopped = (
+                    f"three requests in a row failed, the last of them request {index + 1}; stopped there"
+                )
+                break
             if record["rss_mib"] * MIB > stop_above or sampler.peak > stop_above:
                 stopped = f"RSS passed {args.stop_above_gb:g} GiB after request {index + 1}; stopped there"
                 break
@@ -675,6 +681,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "server_command": command,
         "requests_planned": args.requests,
         "requests_sent": len(records),
+        "requests_answered": sum(1 for r in records if "error" not in r),
         "stopped": stopped,
         "prompt_tokens": sizes,
         "max_tokens": {"chat": CHAT_MAX_TOKENS, "memory": MEMORY_MAX_TOKENS},
@@ -692,7 +699,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
     }
     print_result(result)
-    path = write_json(f"local_server_memory_{label}", result, partial=args.requests < TRIAL_BELOW)
+    # a trial, or a run some of whose requests failed, is no figure of record
+    failed = result["requests_answered"] < len(records)
+    path = write_json(f"local_server_memory_{label}", result, partial=args.requests < TRIAL_BELOW or failed)
     print(f"\nwrote {path.relative_to(ROOT)}")
     return result
 
