@@ -171,7 +171,9 @@ async def test_forgetting_a_fact_removes_it_from_every_table_and_the_file(
         assert b"bees" not in file_bytes(Path(site.database)).lower()
 
 
-async def test_a_member_corrects_a_fact(page: Any, site: Site, tmp_path: Path, backend: str) -> None:
+async def test_a_member_corrects_a_fact(
+    page: Any, site: Site, service: MemoryService, tmp_path: Path, backend: str
+) -> None:
     bees = site.facts["keeps"]
     await sign_in(page, site, site.ana)
     await open_alpha(page, site)
@@ -184,6 +186,10 @@ async def test_a_member_corrects_a_fact(page: Any, site: Site, tmp_path: Path, b
     await page.get_by_text(f"Corrected fact #{bees}.").wait_for()
     assert "ana keeps three hives of bees" in await item(page, bees).inner_text()
     assert site.rows(bees) == [(str(site.ana["id"]), "ana keeps three hives of bees")]
+    # "The old words are deleted for good", as the page says
+    assert await service.store.call(traces, backend, ["keeps bees"]) == []
+    if backend == "sqlite":
+        assert b"keeps bees" not in file_bytes(Path(site.database))
 
 
 async def test_the_export_downloads_only_their_facts(page: Any, site: Site) -> None:
