@@ -3,9 +3,9 @@ that executable) against the dashboard served by uvicorn on the test's database,
 Discord stand-in's OAuth2 pages, on both backends. Every step is a click, a typed word or a download, as a
 person would do it; what is checked in the database is read from it.
 
-One browser serves the whole session (each test has a fresh context: its own cookies); these tests and
+One browser serves the whole session (each test a fresh tab, the cookies cleared); these tests and
 their fixtures share one event loop for it. The screenshots (the README's Dashboard) are taken on every
-run; WEB_SCREENSHOTS_DIR=docs/screenshots (with `-k sqlite`) writes them where the docs show them.
+run on SQLite; WEB_SCREENSHOTS_DIR=docs/screenshots writes them where the docs show them.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def chromium_path() -> str:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def chromium() -> AsyncIterator[Any]:
-    """One headless Chromium for the session."""
+    """One headless Chromium for the session, with one browsing context (cookies, downloads) that each test
+    starts empty: cheaper than a context a test on a busy machine."""
     path = chromium_path()
     try:
         from playwright.async_api import async_playwright
@@ -67,7 +68,10 @@ async def chromium() -> AsyncIterator[Any]:
         pytest.fail(f"the playwright package is missing: {INSTALL}", pytrace=False)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        yield browser
+        context = await browser.new_context(viewport=DESKTOP, accept_downloads=True)
+        context.set_default_timeout(10_000)  # a page here answers in milliseconds: fail fast, not in 30 s
+        yield context
+        await context.close()
         await browser.close()
 
 
@@ -86,32 +90,38 @@ async def site(tmp_path: Path, database: Path | str, service: MemoryService) -> 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(chromium: Any) -> AsyncIterator[Any]:
-    """A fresh browser window (its own cookies), desktop-sized, that accepts downloads."""
-    context = await chromium.new_context(viewport=DESKTOP, accept_downloads=True)
-    context.set_default_timeout(10_000)  # a page here answers in milliseconds: fail fast, not in 30 s
+    """A fresh tab, desktop-sized, signed in nowhere (the session's cookies cleared)."""
+    await chromium.clear_cookies()
+    tab = await chromium.new_page()
     try:
-        yield await context.new_page()
+        yield tab
     finally:
-        await context.close()
+        await tab.close()
 
 
 async def screenshot(page: Any, name: str, tmp_path: Path, backend: str, **options: Any) -> None:
-    """A PNG of the page, small enough for the docs; kept in WEB_SCREENSHOTS_DIR when set (SQLite's run)."""
+    """A PNG of the page, small enough for the docs, taken on SQLite's run (the pages are the same on both
+    backends); kept in WEB_SCREENSHOTS_DIR when set."""
+    if backend != "sqlite":
+        return
     shot = tmp_path / f"{name}.png"
     await page.screenshot(path=str(shot), **options)
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) < MAX_SCREENSHOT_BYTES, (name, len(data))
-    folder = os.environ.get("WEB_SCREENSHOTS_DIR")
-    if folder and backend == "sqlite":
+    if folder := os.environ.get("WEB_SCREENSHOTS_DIR"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, Path(folder) / shot.name)
 
 
-async def sign_in(page: Any, site: Site, who: dict[str, Any]) -> None:
-    """From the sign-in page, through Discord's (the stand-in's) authorization, back home."""
+async def sign_in(page: Any, site: Site, who: dict[str, Any], *, from_home: bool = False) -> None:
+    """Through Discord's (the stand-in's) authorization, back home: from the sign-in page's button
+    (`from_home`), or from its link's address."""
     site.discord.sign_in_as(who)
-    await page.goto(site.url + "/")
-    await page.get_by_role("link", name="Sign in with Discord").click()
+    if from_home:
+        await page.goto(site.url + "/")
+        await page.get_by_role("link", name="Sign in with Discord").click()
+    else:
+        await page.goto(site.url + "/auth/login")
     await page.wait_for_url(site.url + "/")
     assert await page.get_by_role("heading", name="Your memory").is_visible()
 
@@ -130,7 +140,7 @@ async def test_a_member_signs_in_and_sees_only_their_own_facts(
 ) -> None:
     await page.goto(site.url + "/")
     await screenshot(page, "sign-in", tmp_path, backend)
-    await sign_in(page, site, site.ana)
+    await sign_in(page, site, site.ana, from_home=True)
     assert await page.get_by_role("link", name="Beta").count() == 0  # nothing held about her there
     await open_alpha(page, site)
     main = await page.locator("main").inner_text()
