@@ -90,13 +90,26 @@ async def site(tmp_path: Path, database: Path | str, service: MemoryService) -> 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(chromium: Any) -> AsyncIterator[Any]:
-    """A fresh tab, desktop-sized, signed in nowhere (the session's cookies cleared)."""
+    """A fresh tab, desktop-sized, signed in nowhere (the session's cookies cleared). The browser must
+    report no error of the pages (a stylesheet or image the CSP blocks, a script error); a refusal's own
+    status (403, 404) is not one."""
     await chromium.clear_cookies()
     tab = await chromium.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     try:
         yield tab
     finally:
         await tab.close()
+    assert errors == []
 
 
 async def screenshot(page: Any, name: str, tmp_path: Path, backend: str, **options: Any) -> None:
