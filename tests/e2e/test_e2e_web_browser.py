@@ -260,6 +260,13 @@ async def test_an_admin_without_access_to_staff_sees_no_staff_item_and_no_member
     assert await chart.get_attribute("role") == "img" and await chart.is_visible()
     box = await chart.bounding_box()  # drawn, at the page's width
     assert box is not None and box["width"] > 300 and box["height"] > 100, box
+    await page.set_viewport_size(PHONE)  # at a phone's width every admin page fits the screen
+    for section in ("Use per day", "Audit log", "Settings", "Episodes", "Community facts"):
+        await page.get_by_role("navigation", name="Managing Alpha").get_by_role("link", name=section).click()
+        await page.get_by_role("heading", name=section, level=1).wait_for()
+        width = await page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], (section, width)
+    await page.set_viewport_size(DESKTOP)
     # dan reads #staff: its items are his to see, a member's fact still is not
     await page.context.clear_cookies()
     await sign_in(page, site, site.dan)
