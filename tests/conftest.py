@@ -7,6 +7,7 @@ with pgvector that the suite starts itself (`pgserver`, a PyPI package bundling 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import shutil
 import tempfile
@@ -136,15 +137,26 @@ def llm() -> FakeLLM:
     return FakeLLM()
 
 
-@pytest.fixture
-async def service(settings: Settings, llm: FakeLLM, embedder: FakeEmbedder) -> AsyncIterator[MemoryService]:
+@contextlib.asynccontextmanager
+async def open_service(
+    settings: Settings, llm: FakeLLM, embedder: FakeEmbedder
+) -> AsyncIterator[MemoryService]:
+    """The memory service on the settings' database with the fake models, started, and closed after."""
     store = await AsyncStore.open(
         settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
     )
     svc = MemoryService(store, llm, embedder, memory_policy(settings))
     await svc.start()
-    yield svc
-    await svc.close(timeout=2)
+    try:
+        yield svc
+    finally:
+        await svc.close(timeout=2)
+
+
+@pytest.fixture
+async def service(settings: Settings, llm: FakeLLM, embedder: FakeEmbedder) -> AsyncIterator[MemoryService]:
+    async with open_service(settings, llm, embedder) as svc:
+        yield svc
 
 
 @pytest.fixture

@@ -8,72 +8,21 @@ cat and dan have Manage Server there, ana and bob do not."""
 
 from __future__ import annotations
 
-import itertools
 import re
-from typing import Any
 
 import pytest
 
 from bot import discord_rest
 from bot.memory.models import (
-    COMMUNITY_ID,
-    COMMUNITY_NAME,
-    BufferedMessage,
-    NewFact,
-    Origin,
-    iso,
     utcnow,
 )
 from bot.memory.service import MemoryService
 from bot.web.charts import Series, bar_chart
-from tests.conftest import record_episode
 from tests.integration import test_web
-from tests.integration.test_web import Site, browser, csrf_of, get, post, sign_in
+from tests.integration.test_web import browser, csrf_of, get, post, sign_in
+from tests.web_site import MEMBER_TEXTS, SENSITIVE_COMMUNITY, STAFF_TEXTS, Site, pages_of, seed_community
 
 site, limits = test_web.site, test_web.limits  # the fixtures: the dashboard over HTTP, its rate limits
-
-_ids = itertools.count(10**17 + 5000)
-MEMBER_TEXTS = ("ana keeps bees", "bob plays the oboe", "ana takes insulin", "ana lives in Porto")
-SENSITIVE_COMMUNITY = "The treasurer's card ends in 4242"  # marked sensitive: listed to no admin
-STAFF_TEXTS = ("The launch date is the 9th", "The staff chose the launch budget")
-
-
-async def seed_community(service: MemoryService, site: Site) -> dict[str, int]:
-    """Community facts and episodes in #general and #staff, and a sensitive fact of ana's in #general; their
-    ids by name (rule, launch, picnic, budget)."""
-    scope = f"guild:{site.guild_id}"
-
-    def fact(user: str, name: str, text: str, channel: int, **more: Any) -> NewFact:
-        message = str(next(_ids))
-        return NewFact(scope, user, name, text, [message], origins={message: Origin(str(channel))}, **more)
-
-    ana = str(site.ana["id"])
-    await service.import_facts(
-        [
-            fact(COMMUNITY_ID, COMMUNITY_NAME, "No spoilers before Friday", site.general),
-            fact(COMMUNITY_ID, COMMUNITY_NAME, STAFF_TEXTS[0], site.staff),
-            fact(COMMUNITY_ID, COMMUNITY_NAME, SENSITIVE_COMMUNITY, site.general, sensitive=True),
-            fact(ana, "ana", "ana takes insulin", site.general, sensitive=True),
-        ]
-    )
-    ids = {f.text.split()[1]: f.id for f in await service.export_facts(scope, COMMUNITY_ID)}
-    for name, channel, summary in (
-        ("picnic", site.general, "The channel planned a picnic by the river."),
-        ("budget", site.staff, STAFF_TEXTS[1]),
-    ):
-        said = BufferedMessage(str(next(_ids)), scope, str(channel), ana, "ana", summary, iso(utcnow()))
-        ids[name] = await record_episode(service, said)
-    return {
-        "rule": ids["spoilers"],
-        "launch": ids["launch"],
-        "picnic": ids["picnic"],
-        "budget": ids["budget"],
-    }
-
-
-def pages_of(site: Site) -> list[str]:
-    base = f"{site.url}/admin/{site.guild_id}"
-    return [base, f"{base}/episodes", f"{base}/settings", f"{base}/audit", f"{base}/usage"]
 
 
 async def test_an_admin_without_access_to_staff_sees_no_staff_item_and_no_members_fact(
