@@ -15,6 +15,7 @@ millisecond. Counts only: no text, no user id.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from bot.memory.model_ports import Purpose
 from bot.memory.models import utcnow
 
 MESSAGES = "messages"
+SERVER = "guild:"  # the prefix of a server's scope (`guild_scope`)
 # Upper bounds (ms) of the recall time buckets; a recall slower than the last falls in one more bucket.
 LATENCY_BOUNDS_MS = (5, 10, 20, 35, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000)
 # What the usage counters name (bot/llm/usage.py) -> the stored figure's suffix.
@@ -31,8 +33,17 @@ MODEL_FIGURES = {"calls": "calls", "prompt_tokens": "tokens_in", "output_tokens"
 Row = tuple[str, str, str, int]  # scope, day, what, count
 
 
-def today() -> str:
-    return utcnow().date().isoformat()
+class Today:
+    """Today's UTC date as YYYY-MM-DD, made again only when the day changes (capture asks it each message)."""
+
+    def __init__(self) -> None:
+        self._number, self._day = -1, ""
+
+    def __call__(self) -> str:
+        number = int(time.time() // 86_400)
+        if number != self._number:
+            self._number, self._day = number, utcnow().date().isoformat()
+        return self._day
 
 
 def latency_key(ms: float) -> str:
@@ -90,25 +101,30 @@ def day_use(day: str, counts: Mapping[str, int]) -> DayUse:
 
 
 class DailyUse:
-    """The counts of this process not written yet, by (scope, day, what)."""
+    """The counts of this process not written yet, by (scope, day, what). Only servers' scopes are
+    counted (`guild:<id>`): the charts are a server's, and DMs are nobody's to read."""
 
-    def __init__(self, day: Callable[[], str] = today) -> None:
-        self.day = day
+    def __init__(self, day: Callable[[], str] | None = None) -> None:
+        self.day = day or Today()
         self._counts: Counter[tuple[str, str, str]] = Counter()
 
     def message(self, scope: str) -> None:
         """A human message accepted into the buffer (the hot path: one increment)."""
-        self._counts[(scope, self.day(), MESSAGES)] += 1
+        if scope.startswith(SERVER):
+            self._counts[(scope, self.day(), MESSAGES)] += 1
 
     def model_use(self, scope: str, purpose: Purpose, amounts: Mapping[str, int]) -> None:
         """What the usage counters add for a call made for `scope` (`Usage.listeners`)."""
+        if not scope.startswith(SERVER):
+            return
         day = self.day()
         for name, suffix in MODEL_FIGURES.items():
             if amounts.get(name):
                 self._counts[(scope, day, f"{purpose.value}_{suffix}")] += amounts[name]
 
     def recall(self, scope: str, ms: float) -> None:
-        self._counts[(scope, self.day(), latency_key(ms))] += 1
+        if scope.startswith(SERVER):
+            self._counts[(scope, self.day(), latency_key(ms))] += 1
 
     def take(self) -> list[Row]:
         """The counts not written yet, handed over (and forgotten here) for one batch."""

@@ -693,6 +693,8 @@ class MemoryService:
         """Add this process's use per day counted since the last batch to the database (the upkeep round
         and close); counts a failed write kept for the next batch. Returns the rows written."""
         rows = self.daily_use.take()
+        if not rows:
+            return 0
         try:
             await self.store.call(Storage.add_use_per_day, rows)
         except BaseException:

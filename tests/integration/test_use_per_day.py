@@ -84,6 +84,10 @@ async def test_the_engine_counts_in_memory_writes_in_batches_and_reads_a_day(ser
         usage.record(Purpose.CHAT, prompt_tokens=50, output_tokens=5)
         usage.record(Purpose.CHAT)
     usage.record(Purpose.CHAT, prompt_tokens=999)  # no scope: not a server's use
+    with usage_scope("dm"):
+        usage.record(Purpose.CHAT, prompt_tokens=999)  # DMs are no server's: not counted at all
+    service.daily_use.recall("dm", 1.0)
+    service.daily_use.message("dm")
     for ms in (1.0, 2.0, 3.0, 15.0):
         service.daily_use.recall(SCOPE, ms)
     await service.recall(SCOPE, [Participant("7", "ana")], "bees?", audience=Audience.operator())
@@ -98,6 +102,7 @@ async def test_the_engine_counts_in_memory_writes_in_batches_and_reads_a_day(ser
     assert used.tokens == {"extract": 120, "consolidate": 0, "embed": 0, "chat": 55}
     assert used.recalls == 5 and used.p50_ms == 5.0 and used.p95_ms == 20.0
     assert await service.use_per_day(OTHER, day) == {}
+    assert await service.use_per_day("dm", day) == {}
 
 
 async def test_a_failed_batch_is_kept_for_the_next_and_an_erasure_drops_what_is_counted(
