@@ -4,20 +4,25 @@ once, read back through the engine with a day's p50 / p95; a server's erasure ta
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.app import memory_policy
+from bot.config import Settings
 from bot.llm.usage import Usage
+from bot.memory import upkeep
 from bot.memory.daily_use import LATENCY_BOUNDS_MS, latency_key, percentile_ms
 from bot.memory.model_ports import Purpose, usage_scope
 from bot.memory.models import BufferedMessage, utcnow
 from bot.memory.ports import Storage
 from bot.memory.recall import Audience, Participant
 from bot.memory.service import MemoryService
+from bot.storage import AsyncStore
 from bot.storage.locations import open_storage
-from tests.fakes import DIMS
+from tests.fakes import DIMS, FakeEmbedder, FakeLLM
 
 SCOPE = "guild:100000000000000001"
 OTHER = "guild:100000000000000002"
@@ -128,3 +133,34 @@ async def test_a_failed_batch_is_kept_for_the_next_and_an_erasure_drops_what_is_
     await service.forget_server(SCOPE, actor="9")
     await service.write_use_per_day()
     assert await service.use_per_day(SCOPE, day) == {}
+
+
+async def test_the_upkeep_round_writes_what_was_counted_and_close_writes_the_rest(
+    settings: Settings, llm: FakeLLM, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(upkeep, "USE_PER_DAY_SECONDS", 0.05)
+    day = utcnow().date().isoformat()
+    store = await AsyncStore.open(
+        settings.database_location, embedding_model="fake-embedding", dimensions=DIMS
+    )
+    service = MemoryService(store, llm, embedder, memory_policy(settings))
+    await service.start()
+    try:
+        service.capture(message(1), guild_id="100000000000000001")
+        for _ in range(200):  # a round within 0.05 s; 10 s at most on a busy machine
+            if await service.use_per_day(SCOPE, day):
+                break
+            await asyncio.sleep(0.05)
+        assert (await service.use_per_day(SCOPE, day))[day].messages == 1
+        monkeypatch.setattr(upkeep, "USE_PER_DAY_SECONDS", 3600.0)  # the next batch is close's
+        await asyncio.sleep(0.2)  # the round under way sleeps out its 0.05 s, then waits an hour
+        service.capture(message(2), guild_id="100000000000000001")
+        service.capture(message(3), guild_id="100000000000000001")
+        assert (await service.use_per_day(SCOPE, day))[day].messages == 1  # counted, not written yet
+    finally:
+        await service.close(timeout=2)
+    reopened = open_storage(settings.database_location, embedding_model="fake-embedding", dimensions=DIMS)
+    try:
+        assert reopened.use_per_day(SCOPE, day) == {day: {"messages": 3}}
+    finally:
+        reopened.close()
