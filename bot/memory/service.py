@@ -3,9 +3,10 @@ of the modules named for them and turning what they did into `MemoryEvent`s for 
 
 Its own jobs are the hot path and what crosses the others: capture (cheap: the switches are cached),
 edits and deletions, recall with opt-outs left out, remembering on request, people's and admins'
-control (forget, correct, list, export), and the use per day counted as it goes (`daily_use`). It composes `switches` (opt-outs, guild settings, where a
+control (forget, correct, list, export). It composes `switches` (opt-outs, guild settings, where a
 person may be remembered), `flusher` (a channel's chunk read and consolidated), `importing`, `lookup`
-(the chat model's search_memory) and `upkeep` (the background rounds).
+(the chat model's search_memory), `upkeep` (the background rounds) and `daily_use` (a server's use per
+day, counted as it goes).
 
 Its length: the width of what the front-ends may ask, not work of its own. Most methods are a docstring
 and a delegation to the module that does the job; splitting the facade would make every front-end
@@ -168,7 +169,10 @@ class MemoryService:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
             await self.store.call(Storage.set_state, USAGE_STATE, json.dumps(self._usage(None)))
-        await self.write_use_per_day()
+        try:
+            await self.write_use_per_day()
+        except Exception as exc:  # counts only: a database that cannot take them must not keep it open
+            log.warning("could not write the use per day at close: %s", exc)
         await self.store.close()
         if self._close_models is not None:
             await self._close_models()

@@ -367,7 +367,7 @@ class AdminPages:
                 "latency",
                 "Recall time p50 and p95 (ms)",
                 days,
-                [("p50", "p50", [a for a, _ in latency]), ("p95", "p95", [b for _, b in latency])],
+                [("p50 (ms)", "p50", [a for a, _ in latency]), ("p95 (ms)", "p95", [b for _, b in latency])],
             ),
         ]
         return self._page(request, session, view, "admin_usage.html", {"charts": charts, "days": CHART_DAYS})
