@@ -305,7 +305,7 @@ async def open_memory(settings: Settings, models: Models | None = None) -> Memor
     not started yet. Closing the service closes the models."""
     store = await open_store(settings)
     models = models or open_models(settings)
-    return MemoryService(
+    service = MemoryService(
         store,
         models.json,
         models.embedder,
@@ -314,6 +314,8 @@ async def open_memory(settings: Settings, models: Models | None = None) -> Memor
         holder=process_holder(),
         close_models=models.aclose,
     )
+    models.usage.listeners.append(service.daily_use.model_use)  # a server's model calls per day
+    return service
 
 
 async def open_maintenance(settings: Settings, *, embedder: Embedder | None = None) -> Maintenance:

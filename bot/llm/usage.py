@@ -4,6 +4,7 @@ and the words they are read in there and in `stats` (`usage_lines`, `served_by`)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +31,13 @@ class Usage:
 
     `calls` counts requests that got an answer (refusals and malformed answers included), `errors` final
     failures (after retries), `retries` the extra attempts. Tokens are what the answers report.
-    Calls made inside `usage_scope()` are also counted for that scope, so a server sees only its own.
+    Calls made inside `usage_scope()` are also counted for that scope, so a server sees only its own,
+    and told to each of `listeners` (scope, purpose, the amounts added): the engine's use per day.
     """
 
     counters: dict[Purpose, Counters] = field(default_factory=_per_purpose)
     scopes: dict[str, dict[Purpose, Counters]] = field(default_factory=dict)
+    listeners: list[Callable[[str, Purpose, Mapping[str, int]], None]] = field(default_factory=list)
 
     def add(self, purpose: Purpose, **amounts: int) -> None:
         """Add to the counters of `purpose`, overall and for the scope the call is made for (if any)."""
@@ -42,6 +45,8 @@ class Usage:
         scope = current_usage_scope()
         if scope is not None:
             targets.append(self.scopes.setdefault(scope, _per_purpose())[purpose])
+            for listener in self.listeners:
+                listener(scope, purpose, amounts)
         for counters in targets:
             for name, amount in amounts.items():
                 setattr(counters, name, getattr(counters, name) + amount)

@@ -134,6 +134,15 @@ class Storage(Protocol):
         """Per UTC day (YYYY-MM-DD) since `since`: facts learned and forgotten in the scope."""
         ...
 
+    def add_use_per_day(self, counts: Sequence[tuple[str, str, str, int]]) -> None:
+        """Add (scope, UTC day, what, count) rows to the use per day: a row already there grows by the
+        count (several processes add to one day), never is overwritten. Counts only, never a text."""
+        ...
+
+    def use_per_day(self, scope: str, since_day: str) -> dict[str, dict[str, int]]:
+        """Per UTC day (YYYY-MM-DD) from `since_day` on: the scope's stored counts by what they count."""
+        ...
+
     def get_fact(self, fact_id: int) -> Fact | None: ...
 
     def export_facts(self, scope: str, user_id: str | None = None) -> list[Fact]:
@@ -204,8 +213,8 @@ class Storage(Protocol):
 
     def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:
         """A server's forget-everything: every fact of the scope (everyone's and the community's), every
-        episode and every buffered message, leaving no trace of the text; opt-outs and settings stay.
-        Returns how many facts and episodes went."""
+        episode, every buffered message and its use per day, leaving no trace of the text; opt-outs and
+        settings stay. Returns how many facts and episodes went."""
         ...
 
     # ---- episodes: what a channel talked about (times are ISO texts as `iso()` writes them) -------------

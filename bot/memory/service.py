@@ -5,7 +5,8 @@ Its own jobs are the hot path and what crosses the others: capture (cheap: the s
 edits and deletions, recall with opt-outs left out, remembering on request, people's and admins'
 control (forget, correct, list, export). It composes `switches` (opt-outs, guild settings, where a
 person may be remembered), `flusher` (a channel's chunk read and consolidated), `importing`, `lookup`
-(the chat model's search_memory) and `upkeep` (the background rounds).
+(the chat model's search_memory), `upkeep` (the background rounds) and `daily_use` (a server's use per
+day, counted as it goes).
 
 Its length: the width of what the front-ends may ask, not work of its own. Most methods are a docstring
 and a delegation to the module that does the job; splitting the facade would make every front-end
@@ -25,6 +26,7 @@ from typing import Any
 
 from bot.memory.capture import CaptureBuffer
 from bot.memory.consolidate import Consolidator
+from bot.memory.daily_use import DailyUse, DayUse, day_use
 from bot.memory.events import Forgotten, Learned, MemoryEvent, OptedIn, OptedOut
 from bot.memory.extract import SELECT
 from bot.memory.flushing import Flusher
@@ -126,7 +128,8 @@ class MemoryService:
         self._listeners: list[Listener] = []
         self._forgotten_at: dict[tuple[str, str], str] = {}  # forget-all times: older queued messages drop
         self._background: set[asyncio.Task[Any]] = set()
-        self.upkeep = Upkeep(store, policy, self.forget_removed_servers)
+        self.daily_use = DailyUse()  # the use per day not written yet; model calls are added by the models
+        self.upkeep = Upkeep(store, policy, self.forget_removed_servers, self.write_use_per_day)
         self.recall_failures = 0
 
     async def start(self, *, scope: str | None = None) -> None:
@@ -166,6 +169,10 @@ class MemoryService:
             await asyncio.wait(self._background, timeout=2.0)
         if record_usage:
             await self.store.call(Storage.set_state, USAGE_STATE, json.dumps(self._usage(None)))
+        try:
+            await self.write_use_per_day()
+        except Exception as exc:  # counts only: a database that cannot take them must not keep it open
+            log.warning("could not write the use per day at close: %s", exc)
         await self.store.close()
         if self._close_models is not None:
             await self._close_models()
@@ -239,6 +246,8 @@ class MemoryService:
         if (content, name, parent) != (message.content, message.author_name, message.parent_channel_id):
             message = replace(message, content=content, author_name=name, parent_channel_id=parent)
         self.capture_buffer.submit(message)
+        if not message.is_bot:
+            self.daily_use.message(message.scope)
         return True
 
     def _wanted(self, message: BufferedMessage) -> bool:
@@ -387,6 +396,8 @@ class MemoryService:
         )
         if result.fact_ids and count_retrievals:
             self._spawn(self.store.call(Storage.record_retrievals, result.fact_ids))
+        if count_retrievals:  # the operator's evaluation is not the server's use
+            self.daily_use.recall(scope, result.elapsed_ms)
         return result
 
     async def search_memory(
@@ -626,6 +637,7 @@ class MemoryService:
         """A server's forget-everything: everyone's facts, the community's, every episode and every
         buffered message of the scope, for good; (facts, episodes) that went. Opt-outs and settings stay."""
         await self._settle_queue()  # what was said before the erase is part of "everything"
+        self.daily_use.drop(scope)  # its use per day goes too, counted or stored
         facts, episodes = await self.store.call(Storage.forget_scope, scope, actor=actor)
         self._emit(Forgotten(scope, COMMUNITY_ID, facts, everything=True, actor=actor))
         return facts, episodes
@@ -674,6 +686,25 @@ class MemoryService:
     async def facts_per_day(self, scope: str, since: str) -> dict[str, dict[str, int]]:
         """Per UTC day since `since`, the facts learned (still held) and forgotten in a scope."""
         return await self.store.call(Storage.events_per_day, scope, since)
+
+    async def use_per_day(self, scope: str, since_day: str) -> dict[str, DayUse]:
+        """Per UTC day from `since_day` (YYYY-MM-DD) on, as far as written: messages captured, model calls
+        and tokens by purpose, recalls and their p50 / p95 (`daily_use`); days without a count are absent."""
+        stored = await self.store.call(Storage.use_per_day, scope, since_day)
+        return {day: day_use(day, counts) for day, counts in stored.items()}
+
+    async def write_use_per_day(self) -> int:
+        """Add this process's use per day counted since the last batch to the database (the upkeep round
+        and close); counts a failed write kept for the next batch. Returns the rows written."""
+        rows = self.daily_use.take()
+        if not rows:
+            return 0
+        try:
+            await self.store.call(Storage.add_use_per_day, rows)
+        except BaseException:
+            self.daily_use.give_back(rows)
+            raise
+        return len(rows)
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         stats = await self.store.call(Storage.stats, scope)

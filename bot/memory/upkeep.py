@@ -1,6 +1,6 @@
 """The rounds a running bot does in the background, away from any message: the keyword index folded
-together, the erasure of servers the bot was removed from long enough ago, and what forgets deleted
-vacuumed away. Each round's failure (a busy database) is logged and the next round tries again.
+together, the erasure of servers the bot was removed from long enough ago, what forgets deleted
+vacuumed away, and the use per day counted in memory written in a batch. Each round's failure (a busy database) is logged and the next round tries again.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 INDEX_UPKEEP_PAGES = 200  # pages of keyword-index merging per step: ~25 ms of the store's time
 INDEX_UPKEEP_PIECES = 4  # the keyword index is folded once it is in this many pieces
 INDEX_UPKEEP_STEPS = 500  # steps in a round at most (100,000 pages: the index of ~4M facts)
+USE_PER_DAY_SECONDS = 60.0  # how often the use per day counted in memory is written (a crash loses one)
 
 
 async def tidy_word_index(store: StorageWorker) -> int:
@@ -40,17 +41,20 @@ async def tidy_word_index(store: StorageWorker) -> int:
 
 class Upkeep:
     """The background rounds of one service. `forget_removed_servers` is the service's erasure of the
-    servers the bot was removed from longer than the grace period ago."""
+    servers the bot was removed from longer than the grace period ago; `write_use_per_day` writes the
+    use per day counted since its last batch."""
 
     def __init__(
         self,
         store: StorageWorker,
         policy: MemoryPolicy,
         forget_removed_servers: Callable[[], Awaitable[Any]],
+        write_use_per_day: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self._forget_removed_servers = forget_removed_servers
+        self._write_use_per_day = write_use_per_day
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
@@ -58,6 +62,8 @@ class Upkeep:
             asyncio.create_task(self._keep_word_index_tidy(), name="word-index-upkeep"),
             asyncio.create_task(self._vacuum_after_forgets(), name="vacuum-after-forgets"),
         ]
+        if self._write_use_per_day is not None:
+            self._tasks.append(asyncio.create_task(self._write_use(), name="use-per-day"))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -88,3 +94,14 @@ class Upkeep:
                 await self._forget_removed_servers()
             except Exception as exc:
                 log.warning("could not erase the memory of servers the bot was removed from: %s", exc)
+
+    async def _write_use(self) -> None:
+        """Every `USE_PER_DAY_SECONDS`, the use per day counted in memory is added to the database in one
+        batch (never a write per message); a failed batch is kept and tried with the next."""
+        assert self._write_use_per_day is not None
+        while True:
+            await asyncio.sleep(USE_PER_DAY_SECONDS)
+            try:
+                await self._write_use_per_day()
+            except Exception as exc:
+                log.warning("could not write the use per day: %s", exc)

@@ -3,8 +3,8 @@
 Table by table, in batches ordered by each table's key, every row as it is (ids included, so facts keep
 their ids, history, sources and events): facts with their history, vectors (archived ones too),
 sources, events, episodes with their sources and vectors, the message buffer, people and opt-outs,
-server settings, ignored channels, personas and the bot's state. The text index is not copied but
-rebuilt from the active facts by the target's own hook, as its writes would. Leases (`claims`) belong to
+server settings, ignored channels, personas, the bot's state and the use per day. The text index is not
+copied but rebuilt from the active facts by the target's own hook, as its writes would. Leases (`claims`) belong to
 running processes and stay behind.
 
 Each batch is one transaction, so an interrupted copy is resumed by running the same command again (the
@@ -59,6 +59,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("episode_points", ("id",)),
     ("point_sources", ("point_id", "message_id")),
     ("stale_episodes", ("episode_id",)),
+    ("use_per_day", ("scope", "day", "what")),
 )
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
 # Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).

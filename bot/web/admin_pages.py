@@ -22,6 +22,8 @@ from starlette.responses import RedirectResponse, Response
 
 from bot.discord_rest import DiscordView
 from bot.memory.community import MAX_SUMMARY_CHARS
+from bot.memory.daily_use import day_use
+from bot.memory.model_ports import Purpose
 from bot.memory.models import (
     COMMUNITY_ID,
     COMMUNITY_NAME,
@@ -328,23 +330,47 @@ class AdminPages:
         return self._page(request, session, view, "admin_audit.html", context)
 
     async def usage(self, request: Request, session: Session, view: DiscordView) -> Response:
-        """The server's use per day over the last 30 days, as far as the database keeps it per day: facts
-        learned and forgotten (from the facts' audit events)."""
+        """The server's use per day over the last 30 days: facts learned and forgotten (from the facts'
+        audit events), messages captured, model calls and tokens by purpose, recall p50 / p95 (from the
+        use per day the bot counts, `MemoryService.use_per_day`); each a chart with a table beside it."""
         today = utcnow().date()
         days = tuple((today - timedelta(days=n)).isoformat() for n in range(CHART_DAYS - 1, -1, -1))
-        counted = await self.service.facts_per_day(_scope(view), iso(utcnow() - timedelta(days=CHART_DAYS)))
-        learned = tuple(counted.get(d, {}).get("learned", 0) for d in days)
-        forgotten = tuple(counted.get(d, {}).get("forgotten", 0) for d in days)
-        series = (
-            Series("facts learned", "learned", learned),
-            Series("facts forgotten", "forgotten", forgotten),
-        )
-        chart = bar_chart(f"Facts learned and forgotten per day, the last {CHART_DAYS} days", days, series)
-        rows = [
-            {"day": d, "learned": a, "forgotten": b} for d, a, b in zip(days, learned, forgotten, strict=True)
+        scope = _scope(view)
+        counted = await self.service.facts_per_day(scope, iso(utcnow() - timedelta(days=CHART_DAYS)))
+        used = await self.service.use_per_day(scope, days[0])
+        use = [used.get(d) or day_use(d, {}) for d in days]
+        purposes = [p.value for p in Purpose]
+        latency = [(u.p50_ms, u.p95_ms) for u in use]
+        charts = [
+            _chart(
+                "facts",
+                "Facts learned and forgotten",
+                days,
+                [
+                    ("learned", "learned", [counted.get(d, {}).get("learned", 0) for d in days]),
+                    ("forgotten", "forgotten", [counted.get(d, {}).get("forgotten", 0) for d in days]),
+                ],
+            ),
+            _chart(
+                "messages", "Messages captured", days, [("captured", "messages", [u.messages for u in use])]
+            ),
+            _chart(
+                "calls", "Model calls by purpose", days, [(p, p, [u.calls[p] for u in use]) for p in purposes]
+            ),
+            _chart(
+                "tokens",
+                "Model tokens (in and out) by purpose",
+                days,
+                [(p, p, [u.tokens[p] for u in use]) for p in purposes],
+            ),
+            _chart(
+                "latency",
+                "Recall time p50 and p95 (ms)",
+                days,
+                [("p50 (ms)", "p50", [a for a, _ in latency]), ("p95 (ms)", "p95", [b for _, b in latency])],
+            ),
         ]
-        context = {"chart": chart, "rows": rows, "days": CHART_DAYS}
-        return self._page(request, session, view, "admin_usage.html", context)
+        return self._page(request, session, view, "admin_usage.html", {"charts": charts, "days": CHART_DAYS})
 
     # ---- answers ---------------------------------------------------------------------------------
 
@@ -401,6 +427,24 @@ def episode_entry(episode: Episode, view: DiscordView) -> dict[str, Any]:
         "where": view.channel_name(episode.origin.channel_id),
         "points": len(episode.points),
         "speaks_for_server": False,
+    }
+
+
+def _chart(
+    key: str, title: str, days: tuple[str, ...], columns: list[tuple[str, str, list[Any]]]
+) -> dict[str, Any]:
+    """A chart of the use page and its table: `columns` are (name, CSS class, one value a day); a value
+    of None (no recall that day) is drawn as 0 and written as a dash."""
+    series = tuple(Series(name, css, tuple(round(v or 0) for v in values)) for name, css, values in columns)
+    return {
+        "id": f"{key}-chart",
+        "title": title,
+        "svg": bar_chart(f"{title} per day, the last {CHART_DAYS} days", days, series),
+        "series": [(name, css) for name, css, _ in columns],
+        "rows": [
+            (day, ["–" if c[2][n] is None else str(round(c[2][n])) for c in columns])
+            for n, day in enumerate(days)
+        ],
     }
 
 

@@ -57,6 +57,7 @@ def filled(path: Path) -> SqliteStore:
     store.set_channel_ignored("1", "c7", True)
     store.set_channel_persona("1", "c2", "You are a pirate.")
     store.set_state("gemini_usage", "{}")
+    store.add_use_per_day([("guild:1", "2026-11-20", "messages", 3)])
     # An episode, made of a buffered message (its own, not the one left buffered above).
     store.buffer_messages(
         [(BufferedMessage("m8", "guild:1", "c1", "bob", "Bob", "game night on friday", "t"), 1.0)]
@@ -101,6 +102,7 @@ async def test_everything_arrives_and_every_table_adds_up(tmp_path: Path, postgr
         assert target.opted_out() == before["opted_out"]
         assert target.events("guild:1", "alice") == before["events"]
         assert [m.content for m in target.pending_messages("c1", 10)] == ["I play chess"]
+        assert target.use_per_day("guild:1", "2026-11-01") == {"2026-11-20": {"messages": 3}}
         [(dog, distance)] = target.knn("guild:1", "alice", unit(1.0, 0.3), 5)
         assert dog.text == "Alice has a dog now" and distance < 1e-6  # vectors came as they were
         assert [f.text for f in target.keyword_search("dm", "bob", "tea", 5)] == ["Bob likes tea"]

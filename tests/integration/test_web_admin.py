@@ -9,10 +9,13 @@ cat and dan have Manage Server there, ana and bob do not."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 
 from bot import discord_rest
+from bot.llm.usage import Usage
+from bot.memory.model_ports import Purpose, usage_scope
 from bot.memory.models import (
     utcnow,
 )
@@ -216,6 +219,7 @@ async def test_the_use_per_day_is_an_inline_svg_chart_with_a_table_beside_it(
         csrf = csrf_of(await sign_in(http, site, site.cat))
         base = f"{site.url}/admin/{site.guild_id}"
         assert (await post(http, f"{base}/facts/{ids['rule']}/forget", {"csrf": csrf}))[0] == 303
+        await count_a_days_use(service, f"guild:{site.guild_id}")
         async with http.get(f"{base}/usage") as r:
             page = await r.text()
             assert r.status == 200 and "unsafe-inline" not in r.headers["Content-Security-Policy"]
@@ -229,8 +233,44 @@ async def test_the_use_per_day_is_an_inline_svg_chart_with_a_table_beside_it(
     )
     assert learned >= 5  # the seeded facts of test_web.py's site and of seed_community, less the forgotten
     assert f'<tr><th scope="row">{today}</th><td>{learned}</td><td>1</td></tr>' in page
-    assert page.count('<th scope="row">') == 30 and "Messages captured" in page
-    assert "is not kept per day" in page or "are not kept per day" in page
+    assert page.count('<th scope="row">') == 5 * 30  # five charts, each with a table of 30 days
+    for label in ("Messages captured", "Model calls by purpose", "Model tokens", "Recall time p50 and p95"):
+        assert re.search(rf'<svg class="chart" viewBox="[^"]+" role="img" aria-label="{label}', page), label
+        assert f"<caption>{label}" in page, label
+    tables = re.findall(r"<table>.*?</table>", page, re.S)
+    assert len(tables) == 5
+    messages, calls, tokens, latency = (
+        re.search(rf'<tr><th scope="row">{today}</th>(.*?)</tr>', t).group(1)  # type: ignore[union-attr]
+        for t in tables[1:]
+    )
+    assert messages == "<td>3</td>"
+    assert (
+        '<th scope="col">Extract</th><th scope="col">Consolidate</th><th scope="col">Embed</th>' in tables[2]
+    )
+    assert calls == "<td>1</td><td>0</td><td>0</td><td>2</td>"  # extract, consolidate, embed, chat
+    assert tokens == "<td>120</td><td>0</td><td>0</td><td>60</td>"
+    assert latency == "<td>5</td><td>100</td>"  # 18 recalls at most 5 ms, two at most 100 ms
+    yesterday = (utcnow().date() - timedelta(days=1)).isoformat()
+    assert f'<tr><th scope="row">{yesterday}</th><td>–</td><td>–</td></tr>' in tables[4]  # no recall
+    assert f'<tr><th scope="row">{yesterday}</th><td>0</td></tr>' in tables[1]
+
+
+async def count_a_days_use(service: MemoryService, scope: str) -> None:
+    """Today's use of `scope` as the bot counts it, written in two batches: 3 messages, an extraction
+    (100 + 20 tokens) and two chat calls (60 tokens), 20 recalls (18 fast, two slower: the 19th, p95, is slow)."""
+    usage = Usage()
+    usage.listeners.append(service.daily_use.model_use)
+    with usage_scope(scope):
+        usage.record(Purpose.EXTRACT, prompt_tokens=100, output_tokens=20)
+        usage.record(Purpose.CHAT, prompt_tokens=50, output_tokens=5)
+        usage.record(Purpose.CHAT, prompt_tokens=5)
+    for _ in range(2):
+        service.daily_use.message(scope)
+    await service.write_use_per_day()
+    service.daily_use.message(scope)
+    for ms in [1.0] * 18 + [80.0] * 2:
+        service.daily_use.recall(scope, ms)
+    await service.write_use_per_day()
 
 
 def test_a_chart_scales_its_bars_to_the_largest_value_and_escapes_its_labels() -> None:

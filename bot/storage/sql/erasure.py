@@ -243,7 +243,7 @@ class Erasure(Facts, Episodes, Buffer, People):
 
     def forget_scope(self, scope: str, *, actor: str = "system") -> tuple[int, int]:
         """A server's forget-everything: every fact of everyone in the scope (the community's too) with its
-        history, every episode and every buffered message; one 'forgotten' event without text.
+        history, every episode, every buffered message and its use per day; one 'forgotten' event without text.
         Opt-outs and settings stay. Returns how many facts and episodes went."""
         with self.conn.pipeline(), self._tx():
             ids = [r["id"] for r in select(self.conn, "SELECT id FROM facts WHERE scope = ?", (scope,))]
@@ -251,6 +251,7 @@ class Erasure(Facts, Episodes, Buffer, People):
             episodes = int(scalar(self.conn, "SELECT count(*) FROM episodes WHERE scope = ?", (scope,)))
             self.conn.execute("DELETE FROM episodes WHERE scope = ?", (scope,))  # (no rowcount in a pipeline)
             self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (scope,))
+            self.conn.execute("DELETE FROM use_per_day WHERE scope = ?", (scope,))
             detail = {"count": len(ids), "episodes": episodes, "all": True}
             self._event(None, scope, COMMUNITY_ID, "forgotten", detail, actor)
         self._scrub(everything=True)

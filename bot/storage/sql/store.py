@@ -1,6 +1,6 @@
 """The store both backends share: its parts over one `Database`, and the writes that span their tables.
 
-Each part owns some tables (`buffer`, `people`, `facts`, `search`; the meta and the backend's
+Each part owns some tables (`buffer`, `people`, `facts`, `search`, `use_per_day`; the meta and the backend's
 connection below them). What must happen in ONE transaction across them has parts of its own, named
 for the job: `flush_write` (a flush's facts with the removal of its messages), `erasure` (forgetting
 with the buffered text it came from and what was made of it), `reembedding` (import and re-embedding).
@@ -46,9 +46,10 @@ from bot.storage.sql.meta import check_embedding, read_meta
 from bot.storage.sql.reembedding import Reembedding
 from bot.storage.sql.rows import scalar, select
 from bot.storage.sql.search import Search
+from bot.storage.sql.use_per_day import UsePerDay
 
 
-class SqlStore(Erasure, FlushWrite, Reembedding, Search, Coordination):
+class SqlStore(Erasure, FlushWrite, Reembedding, Search, Coordination, UsePerDay):
     """The `Storage` port over any backend's `Database`; a backend's `Store` completes it."""
 
     @classmethod
