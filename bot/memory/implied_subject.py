@@ -121,7 +121,12 @@ _BEEN = re.compile(
 _GERUND_SUBJECT = re.compile(
     r"^(?:(?!that\b|which\b|who\b)[\w'-]+\s+){0,3}?(?:is|was|has|had|makes|made|brings|keeps|helps|gives|takes"
     r"|feels|felt|seems|sounds|gets|costs|means|can|could|will|would|should|must|might|may|does|did|isn't"
-    r"|wasn't|doesn't|never|always|really|just)\b",
+    r"|wasn't|doesn't|never|always|really|just|lets|let"
+    # a verb with its object ("dancing reminds me", "singing gives us"), or a gerund and another whose verb
+    # follows ("dancing and running the studio need hard work")
+    r"|[a-z]+s\s+(?:me|us|you|him|her|them)|(?:and|or)\s+[a-z]+ing\b.*\b(?:need|are|were|make|keep|give|help"
+    r"|take|have|can|will)"
+    r")\b",
     re.I,
 )
 # What someone is doing at the moment, not what they do: "running on fumes today", "cooking rn".

@@ -27,6 +27,7 @@ from bot.memory.implied_subject import with_subject
         ("running a small bakery since 2019", "I'm running a small bakery since 2019"),
         ("coaching a team that is top of the league", "I'm coaching a team that is top of the league"),
         ("swimming every morning before work", "I do swimming every morning before work"),
+        ("running and cycling 3x a week", "I'm running and cycling 3x a week"),
         ("teacher here", "I'm a teacher"),
         ("dental hygienist now", "dental hygienist now"),  # not an occupation the bot knows: as it is
         ("electrician for 6 yrs now", "I've been an electrician for 6 yrs now"),
@@ -64,6 +65,9 @@ def test_a_statement_without_its_subject_gets_the_speakers(clause: str, written:
         "painting with friends is the best",
         "swimming every day keeps me sane",
         "cooking can wait",
+        "Dancing lets us be ourselves",  # LOCOMO: "Gina is Dancing lets us ..."
+        "painting reminds me of my grandmother",
+        "Dancing and running the studio need hard work",
     ],
 )
 def test_a_look_alike_keeps_its_words(clause: str) -> None:
