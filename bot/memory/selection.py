@@ -187,10 +187,7 @@ def not_choosing(ids: list[str], humans: list[str]) -> str | None:
     if len(humans) < UNSELECTIVE_MIN_LINES:
         return None
     chosen = set(ids) & set(humans)
-    run = longest = 0
-    for local in humans:
-        run = run + 1 if local in chosen else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in _runs(chosen, humans)), default=0)
     if len(chosen) < UNSELECTIVE_SHARE * len(humans) and longest <= COUNTING_SHARE * len(humans):
         return None
     return f"{len(chosen)} of {len(humans)} lines, {longest} in a row"
@@ -205,16 +202,21 @@ def counted(lists: list[list[str]], humans: list[str]) -> set[str]:
     if len(humans) < UNSELECTIVE_MIN_LINES:
         return found
     for ids in lists:
-        chosen = set(ids)
-        run: list[str] = []
-        for local in [*humans, ""]:  # "" ends the last run
-            if local in chosen:
-                run.append(local)
-                continue
+        for run in _runs(set(ids), humans):
             if len(run) >= COUNTED_RUN:
                 found.update(run)
-            run = []
     return found
+
+
+def _runs(chosen: set[str], humans: list[str]) -> list[list[str]]:
+    """The runs of consecutive `humans` lines (transcript order) that are all in `chosen`."""
+    runs: list[list[str]] = [[]]
+    for local in humans:
+        if local in chosen:
+            runs[-1].append(local)
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
 
 
 def counting(selection: SelectionResult, humans: list[str]) -> bool | None:
