@@ -9,6 +9,7 @@ finances, contact data ...) are never kept from ordinary chat: only when their o
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import re
@@ -179,6 +180,16 @@ async def extract_chunk(
             schema=ExtractionResult,
             max_output_tokens=answer_budget(len(chunk)),
         )
+    # The rules read every fact of the answer; an endpoint that ignores the answer budget can send
+    # thousands, which would hold the event loop (heartbeats, interactions) for a second or more.
+    return await asyncio.to_thread(_accept, result, chunk, view, community)
+
+
+def _accept(
+    result: ExtractionResult, chunk: list[BufferedMessage], view: ChunkView, community: bool
+) -> Extraction:
+    """What of the model's answer this chunk vouches for: its speakers' facts, then (`community`) what
+    the community decided and talked about."""
     facts = accept_facts(result, chunk, view)
     if not community:
         return Extraction(facts)

@@ -8,6 +8,7 @@ interaction returns the `InteractionRecord` on which the bot's answers are recor
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import secrets
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,8 @@ from standins.discord.cdn import Cdn, Upload
 from standins.discord.gateway import Gateway
 from standins.discord.model import EVERYONE_PERMISSIONS, Guild, find_component, iso
 from standins.discord.records import InteractionRecord, StoredMessage
+
+CLICK_WAIT_SECONDS = 3.0
 
 
 class Humans(Cdn, Gateway):
@@ -349,7 +352,23 @@ class Humans(Cdn, Gateway):
             data["id"] = component["id"]
         if values is not None:
             data["values"] = values
+        await self._until_a_client_knows(message_id, component["type"], custom_id)
         return await self._start_interaction(3, author, data, guild_id, channel_id, message=stored)
+
+    async def _until_a_client_knows(self, message_id: int, component_type: int, custom_id: str) -> None:
+        """A human sees a button only after their client shows the message, which is after the bot's
+        request that sent it has returned; a test clicks the moment the stand-in stores it. Until the bot
+        has read that answer, discord.py has no view for the message and drops the click, so the click
+        waits (a bounded while: a button the bot no longer listens to is still clicked) for a client
+        that knows the component."""
+        if not self.component_readers:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CLICK_WAIT_SECONDS
+        while not any(knows(message_id, component_type, custom_id) for knows in self.component_readers):
+            if loop.time() > deadline:
+                return
+            await asyncio.sleep(0.01)
 
     async def _start_interaction(
         self,

@@ -11,6 +11,7 @@ import discord
 import yarl
 
 from standins.discord.server import DiscordStandIn
+from standins.discord.state import ComponentReader
 
 ClientT = TypeVar("ClientT", bound=discord.Client)
 
@@ -49,13 +50,31 @@ async def run_bot(
         if guild_ready_timeout is not None:
             bot._connection.guild_ready_timeout = guild_ready_timeout
         task = asyncio.create_task(bot.start(token), name="discord-standin-bot")
+        reader = _component_reader(bot)
+        standin.component_readers.append(reader)
         try:
             await _wait_ready(bot, task, ready_timeout)
             yield bot
             if task.done():
                 task.result()  # the bot died during the test: surface why
         finally:
+            standin.component_readers.remove(reader)
             await _shutdown(bot, task, close_timeout)
+
+
+def _component_reader(bot: discord.Client) -> ComponentReader:
+    """Whether discord.py would dispatch a click on this component now: a view stored for the message,
+    a persistent one, or a dynamic item whose template matches (read from its view store, the one place
+    that knows)."""
+
+    def knows(message_id: int, component_type: int, custom_id: str) -> bool:
+        store = bot._connection._view_store
+        key = (component_type, custom_id)
+        if key in store._views.get(message_id, {}) or key in store._views.get(None, {}):
+            return True
+        return any(pattern.fullmatch(custom_id) for pattern in store._dynamic_items)
+
+    return knows
 
 
 async def _wait_ready(bot: discord.Client, task: asyncio.Task[None], timeout: float) -> None:

@@ -31,6 +31,9 @@ from standins.discord.records import Changes, InteractionRecord, StoredMessage
 
 API_PREFIX = "/api/v10"
 
+# Whether a client knows a message's component yet: (message id, component type, custom id) -> bool.
+ComponentReader = Callable[[int, int, str], bool]
+
 
 class StandInState:
     """The stand-in's world and the ways of reading it; the gateway and REST parts add their own plumbing."""
@@ -60,6 +63,8 @@ class StandInState:
 
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port: int | None = None
+        # How a human's click waits for the bot to have taken in the message it clicks: see `runner.run_bot`.
+        self.component_readers: list[ComponentReader] = []
 
     @property
     def base_url(self) -> str:
