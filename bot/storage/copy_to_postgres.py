@@ -60,6 +60,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("point_sources", ("point_id", "message_id")),
     ("stale_episodes", ("episode_id",)),
     ("use_per_day", ("scope", "day", "what")),
+    ("forget_marks", ("scope", "user_id")),
 )
 VECTOR_COLUMNS = {("facts", "archived_embedding"), ("fact_vectors", "embedding"), ("episodes", "embedding")}
 # Tables holding people's words (a rewrite of one asks for a VACUUM, like a removal).

@@ -19,6 +19,7 @@ from bot.app import memory_policy
 from bot.config import Settings
 from bot.memory.leases import Leases, channel_key, person_key
 from bot.memory.model_ports import Purpose
+from bot.memory.models import iso, utcnow
 from bot.memory.ports import Storage
 from bot.memory.service import MemoryService
 from bot.processes import process_holder
@@ -191,6 +192,33 @@ async def test_an_opt_out_through_one_process_is_honoured_by_the_other(
     await first.update_guild("100", memory_enabled=False)
     await asyncio.sleep(0.3)
     assert not second.guild("100").memory_enabled
+
+
+async def test_a_forget_all_elsewhere_drops_what_this_process_still_held_of_what_was_said_before(
+    two_processes: tuple[MemoryService, MemoryService, FakeLLM],
+) -> None:
+    """The dashboard (second) forgets everything of alice's while the bot (first) still holds in memory
+    a message she said before, and a reply of the bot's: neither teaches anything when written, though
+    what she says afterwards and what bob said do."""
+    bot, dashboard, _ = two_processes
+    before = replace(msg("m1", "alice", "I keep bees in Ghent"), created_at=iso(utcnow()))
+    reply = replace(msg("m2", "memory-bot", "Bees in Ghent, lovely", bot=True), created_at=iso(utcnow()))
+    bobs = replace(msg("m3", "bob", "I play the oboe"), created_at=iso(utcnow()))
+    await dashboard.forget(SCOPE, "alice")
+    after = replace(msg("m4", "alice", "I moved to Lyon"), created_at=iso(utcnow()))
+    for message in (before, reply, bobs, after):
+        assert bot.capture(message, guild_id="100")
+    await bot.capture_buffer.wait_written()
+    pending = await bot.store.call(Storage.pending_messages, "c1", 10)
+    assert [m.message_id for m in pending] == ["m3", "m4"]
+    await bot.flush_now()
+    assert [f.text for f in await bot.list_facts(SCOPE, "alice")] == ["Alice said: I moved to Lyon"]
+    assert [f.text for f in await bot.list_facts(SCOPE, "bob")] == ["Bob said: I play the oboe"]
+    await dashboard.forget(SCOPE, "alice")  # a later forget moves the mark: what came before it goes too
+    late = replace(msg("m5", "alice", "I keep goats"), created_at=after.created_at)
+    assert bot.capture(late, guild_id="100")
+    await bot.capture_buffer.wait_written()
+    assert [m.message_id for m in await bot.store.call(Storage.pending_messages, "c1", 10)] == []
 
 
 async def test_a_reload_for_a_change_elsewhere_never_undoes_an_opt_out_under_way(

@@ -84,8 +84,18 @@ class Buffer(Connected):
     """Appending, editing, reading and dropping buffered messages."""
 
     def buffer_messages(self, messages: Sequence[tuple[BufferedMessage, float]]) -> int:
-        """Append (message, captured_at) pairs in order; a message id seen before is ignored."""
+        """Append (message, captured_at) pairs in order; a message id seen before is ignored, and so is one
+        its author said before they last asked to forget everything there (`forget_marks`: the forget
+        may have run in another process while this one still held the message)."""
         with self._tx():
+            marks = self._forget_marks({(m.scope, "" if m.is_bot else m.author_id) for m, _ in messages})
+            messages = [
+                (m, at)
+                for m, at in messages
+                if m.created_at > marks.get((m.scope, "" if m.is_bot else m.author_id), "")
+            ]
+            if not messages:
+                return 0
             cur = self.conn.executemany(
                 "INSERT INTO pending_messages (message_id, scope, channel_id, author_id, author_name, "
                 "is_bot, content, created_at, captured_at, parent_channel_id, reply_to, private_thread, decides) "
@@ -110,6 +120,22 @@ class Buffer(Connected):
                 ],
             )
         return cur.rowcount
+
+    def _forget_marks(self, people: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """When each of these (scope, person) last asked to forget everything, for those who did; for
+        (scope, "") the latest of anyone's there, which a turn of the bot's answers to (it may repeat
+        what was forgotten, as `drop_pending_of` says)."""
+        marks: dict[tuple[str, str], str] = {}
+        for scope, user_id in people:
+            whose = " AND user_id = ?" if user_id else ""
+            at = scalar(
+                self.conn,
+                f"SELECT max(at) FROM forget_marks WHERE scope = ?{whose}",
+                (scope, user_id)[: 1 + bool(user_id)],
+            )
+            if at is not None:
+                marks[(scope, user_id)] = at
+        return marks
 
     def update_pending_message(self, message_id: str, content: str) -> bool:
         with self._tx():

@@ -70,7 +70,8 @@ class Erasure(Facts, Episodes, Buffer, People):
         replaced, with every fact it was merged into (and their histories): forgetting an earlier version
         forgets the current one that repeats it. Ids that are not this person's in this scope are ignored
         (the count says what was removed). Forgetting everything also drops the person's buffered
-        messages, so nothing is learned afterwards from text they said before. Leaves one 'forgotten'
+        messages, so nothing is learned afterwards from text they said before, and marks the moment, so
+        messages said before it that another process writes later are dropped too. Leaves one 'forgotten'
         event with a count and no text.
 
         What was made from the same messages goes too (`_forget_made_from`): every community fact and
@@ -86,6 +87,11 @@ class Erasure(Facts, Episodes, Buffer, People):
                     )
                 ]
                 drop_pending_of(self.conn, scope, user_id)
+                self.conn.execute(  # what another process still holds of what they said is dropped too
+                    "INSERT INTO forget_marks (scope, user_id, at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (scope, user_id) DO UPDATE SET at = excluded.at",
+                    (scope, user_id, iso(utcnow())),
+                )
             else:
                 own = [
                     fid
@@ -252,6 +258,7 @@ class Erasure(Facts, Episodes, Buffer, People):
             self.conn.execute("DELETE FROM episodes WHERE scope = ?", (scope,))  # (no rowcount in a pipeline)
             self.conn.execute("DELETE FROM pending_messages WHERE scope = ?", (scope,))
             self.conn.execute("DELETE FROM use_per_day WHERE scope = ?", (scope,))
+            self.conn.execute("DELETE FROM forget_marks WHERE scope = ?", (scope,))
             detail = {"count": len(ids), "episodes": episodes, "all": True}
             self._event(None, scope, COMMUNITY_ID, "forgotten", detail, actor)
         self._scrub(everything=True)
