@@ -20,7 +20,9 @@ def listen(host: str, port: int) -> socket.socket:
     """The port, bound: uvicorn serves this socket, so it never has to say `[Errno 98]` itself."""
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio turns Nagle off only on sockets that say they are TCP, and with it on,
+        # a response written as headers then body waits for the client's delayed ACK (40 ms on Linux)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     except OSError as exc:
         raise CannotListen(f"cannot serve HTTP on {host}: {exc.strerror or exc}") from exc
     try:
