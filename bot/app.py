@@ -12,12 +12,11 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.chat.prompts import REMEMBER_TOOL
 from bot.config import GEMINI_DISTANCES, Settings
 from bot.gist import first_line
-from bot.llm.openai_compat import OpenAICompatClient
 from bot.llm.providers import UNCALIBRATED_MODEL, Part
 from bot.llm.schedule import EndpointGate, serves_one_at_a_time
 from bot.llm.usage import Usage
@@ -34,6 +33,9 @@ from bot.storage import AsyncStore, DatabaseError
 from bot.storage.copy_to_postgres import MigrationReport, copy_database
 from bot.storage.errors import MigrationRefused as MigrationRefused  # for the CLI: a refusal, not a cut
 from bot.storage.locations import backend_for
+
+if TYPE_CHECKING:  # the SDK behind it takes a second to import: only a process that uses it pays
+    from bot.llm.openai_compat import OpenAICompatClient
 
 P = TypeVar("P")
 log = logging.getLogger(__name__)
@@ -164,6 +166,8 @@ async def probe_models(settings: Settings) -> dict[str, dict[str, Any]]:
     OpenAI-compatible chat provider also answers one short chat (with a tool offered and a 1x1 image)
     and one small JSON task, so the verdict says what the endpoint takes: tools, images, which JSON mode.
     """
+    from bot.llm.openai_compat import OpenAICompatClient
+
     variable = settings.provider.retries_variable
     models = open_models(settings, max_retries=min(1, settings.value(variable)) if variable else 1)
     verdicts: dict[str, dict[str, Any]] = {}

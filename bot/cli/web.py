@@ -11,10 +11,10 @@ from bot.cli.common import CliError, Commands, require_database
 from bot.config import Settings
 from bot.memory.model_ports import Purpose
 
+DEFAULT_PORT = 8790  # not 8765 and 8767 (the local model servers), nor 8780 (MCP over HTTP)
+
 
 def register(commands: Commands) -> None:
-    from bot.web.server import DEFAULT_PORT
-
     web = commands.add_parser(
         "web",
         help="serve the dashboard where members sign in with Discord and see, correct, export and erase "

@@ -28,7 +28,6 @@ from bot.web.sessions import SessionSigner
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT = 8790  # not 8765 and 8767 (the local model servers), nor 8780 (MCP over HTTP)
 MIN_SECRET_CHARS = 32
 CALLBACK_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")  # served as written: no Starlette {parameter}, no "/"
 OWN_PATHS = {"/auth/login", "/auth/logout"}  # the pages' own paths, which the way back must not take
