@@ -80,6 +80,14 @@ def buffered_texts(conn: Database, message_ids: Iterable[str]) -> dict[str, str 
     return texts
 
 
+def _forgotten_at(message: BufferedMessage, marks: dict[str, dict[str, str]]) -> str:
+    """The forget-all a message must be newer than to be kept: its author's in its scope, or for a turn
+    of the bot's the latest of anyone's there (it may repeat what was forgotten, as `drop_pending_of`
+    says); "" when there is none."""
+    here = marks.get(message.scope, {})
+    return max(here.values(), default="") if message.is_bot else here.get(message.author_id, "")
+
+
 class Buffer(Connected):
     """Appending, editing, reading and dropping buffered messages."""
 
@@ -88,12 +96,8 @@ class Buffer(Connected):
         its author said before they last asked to forget everything there (`forget_marks`: the forget
         may have run in another process while this one still held the message)."""
         with self._tx():
-            marks = self._forget_marks({(m.scope, "" if m.is_bot else m.author_id) for m, _ in messages})
-            messages = [
-                (m, at)
-                for m, at in messages
-                if m.created_at > marks.get((m.scope, "" if m.is_bot else m.author_id), "")
-            ]
+            marks = self._forget_marks(sorted({m.scope for m, _ in messages}))
+            messages = [(m, at) for m, at in messages if m.created_at > _forgotten_at(m, marks)]
             if not messages:
                 return 0
             cur = self.conn.executemany(
@@ -121,20 +125,13 @@ class Buffer(Connected):
             )
         return cur.rowcount
 
-    def _forget_marks(self, people: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """When each of these (scope, person) last asked to forget everything, for those who did; for
-        (scope, "") the latest of anyone's there, which a turn of the bot's answers to (it may repeat
-        what was forgotten, as `drop_pending_of` says)."""
-        marks: dict[tuple[str, str], str] = {}
-        for scope, user_id in people:
-            whose = " AND user_id = ?" if user_id else ""
-            at = scalar(
-                self.conn,
-                f"SELECT max(at) FROM forget_marks WHERE scope = ?{whose}",
-                (scope, user_id)[: 1 + bool(user_id)],
-            )
-            if at is not None:
-                marks[(scope, user_id)] = at
+    def _forget_marks(self, scopes: Sequence[str]) -> dict[str, dict[str, str]]:
+        """When each person of these scopes last asked to forget everything there, by scope and person."""
+        marks: dict[str, dict[str, str]] = {}
+        for row in select_in(
+            self.conn, "SELECT scope, user_id, at FROM forget_marks WHERE scope IN ({marks})", scopes
+        ):
+            marks.setdefault(row["scope"], {})[row["user_id"]] = row["at"]
         return marks
 
     def update_pending_message(self, message_id: str, content: str) -> bool:
