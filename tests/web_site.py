@@ -56,23 +56,27 @@ class Site:
     clock: Clock
     staff: int  # #staff: only the staff role (dan's) and the bot can read it
 
+    def person(self, username: str) -> dict[str, Any]:
+        """The stand-in's user of that name."""
+        return next(u for u in self.discord.users.values() if u["username"] == username)
+
     @property
     def ana(self) -> dict[str, Any]:
-        return next(u for u in self.discord.users.values() if u["username"] == "ana")
+        return self.person("ana")
 
     @property
     def bob(self) -> dict[str, Any]:
-        return next(u for u in self.discord.users.values() if u["username"] == "bob")
+        return self.person("bob")
 
     @property
     def cat(self) -> dict[str, Any]:
         """An admin of Alpha (Manage Server) who cannot read #staff."""
-        return next(u for u in self.discord.users.values() if u["username"] == "cat")
+        return self.person("cat")
 
     @property
     def dan(self) -> dict[str, Any]:
         """An admin of Alpha with the staff role: reads #staff."""
-        return next(u for u in self.discord.users.values() if u["username"] == "dan")
+        return self.person("dan")
 
     @property
     def general(self) -> int:
