@@ -635,14 +635,13 @@ async def test_a_huge_extraction_answer_is_capped_and_never_blocks_the_event_loo
         )
         for person in (w.alice, w.bob, w.carol):
             await w.say(w.general, person, "I know many words")
-        loop = asyncio.get_running_loop()
-        lags: list[float] = []
+        busy: list[float] = []  # the loop thread's CPU time between beats: a busy machine cannot inflate it
 
         async def heartbeat() -> None:
             while True:
-                before = loop.time()
+                before = time.thread_time()
                 await asyncio.sleep(0.01)
-                lags.append(loop.time() - before - 0.01)
+                busy.append(time.thread_time() - before)
 
         beat = asyncio.create_task(heartbeat())
         with caplog.at_level(logging.WARNING, logger="bot.memory.extract"):
@@ -656,7 +655,7 @@ async def test_a_huge_extraction_answer_is_capped_and_never_blocks_the_event_loo
             MAX_FACTS_PER_CHUNK - 2 * MAX_FACTS_PER_SPEAKER,
         ]
         assert f"dropped {3000 - MAX_FACTS_PER_CHUNK} of 3000" in caplog.text
-        assert max(lags) < 0.4, f"the event loop was blocked for {max(lags):.2f}s"
+        assert max(busy) < 0.2, f"the event loop was blocked for {max(busy):.2f}s of CPU"
 
 
 async def test_shutdown_stays_within_ten_seconds_while_a_huge_answer_is_being_learned(tmp_path: Path) -> None:
