@@ -42,26 +42,25 @@ def bm25_order(texts: Sequence[str], terms: Sequence[str], total: int) -> list[i
     The corpus is one person's facts: document frequencies come from the matched texts (a term's other
     occurrences in that person's facts would have matched too), so nobody else's facts are read.
     """
-    # One pass of a regular expression per text reads its words: each is either a word starting with a
-    # term (the longest alternative first, `\w*` taking the rest of the word), caught by the group, or
-    # another word (the group empty). A found word's terms are worked out once per distinct word, since
-    # one may start with two terms ("liv" and "live"). A term's document frequency is how many texts
-    # count it at all.
-    # A term holding a character that is not a word's ("½" folds to "1⁄2") can start no word: it counts 0.
-    wordlike = [t for t in terms if WORD.fullmatch(t)]
-    alternatives = "|".join(map(re.escape, sorted(wordlike, key=len, reverse=True)))
-    words = re.compile(rf"\b((?:{alternatives})\w*)|\w+" if wordlike else r"()\w+")
+    # Each text's words are read once (`WORD`, as `search_terms` reads a question), and a word's terms are
+    # worked out once per distinct word, since one may start with two terms ("liv" and "live"). No
+    # pattern is built from the terms: compiling one took longer than the whole ranking, and every
+    # question brings new terms. A term holding a character that is not a word's ("½" folds to "1⁄2")
+    # starts no word: it counts 0. A term's document frequency is how many texts count it at all.
+    prefixes = tuple(terms)
     of_word: dict[str, list[int]] = {}
     lengths, counts = [], []
     for text in texts:
-        found = words.findall(fold(text))
+        found = WORD.findall(fold(text))
         row = [0] * len(terms)
         for word in found:
-            if not word:
-                continue
-            if word not in of_word:
-                of_word[word] = [j for j, w in enumerate(terms) if word.startswith(w)]
-            for j in of_word[word]:
+            hits = of_word.get(word)
+            if hits is None:
+                starts = word.startswith(prefixes)
+                hits = of_word[word] = (
+                    [j for j, t in enumerate(terms) if word.startswith(t)] if starts else []
+                )
+            for j in hits:
                 row[j] += 1
         lengths.append(len(found))
         counts.append(row)
