@@ -444,18 +444,24 @@ def test_a_database_with_vectors_in_toast_gets_them_into_their_rows(
         store.close()
 
 
+def statements_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL of every statement run from now until `monkeypatch.undo()`, in order."""
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def kept(cursor: psycopg.Cursor[object], query: str, *args: object, **kwargs: object) -> object:
+        statements.append(query)
+        return execute(cursor, query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", kept)
+    return statements
+
+
 def test_a_persons_hits_are_one_round_trip(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Vector pool, keyword matches, their facts and sources and the person's count: one statement."""
     store = open_store(postgres_url)
     store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
-    statements: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(cursor: psycopg.Cursor[object], query: str, *args: object, **kwargs: object) -> object:
-        statements.append(query)
-        return execute(cursor, query, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    statements = statements_of(monkeypatch)
     near, matched = store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
     monkeypatch.undo()
     assert [f.text for f, _ in near] == [f.text for f in matched] == ["Alice keeps bees"]
@@ -472,14 +478,7 @@ def test_the_questions_tsquery_is_parsed_once_in_the_plan_a_prepared_statement_s
     again for each of the person's facts (half a recall's server time at a million facts)."""
     store = open_store(postgres_url)
     store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
-    statements: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def kept(cursor: psycopg.Cursor[object], query: str, *args: object, **kwargs: object) -> object:
-        statements.append(query)
-        return execute(cursor, query, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", kept)
+    statements = statements_of(monkeypatch)
     store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
     assert store.keyword_search("dm", "alice", "bees?", 5)
     monkeypatch.undo()
