@@ -29,7 +29,7 @@ from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.postgres.connection import HalfVector, Vector
 from bot.storage.sql.database import Connected, Row
-from bot.storage.sql.rows import FACT_COLUMNS, fact_from, origin_from, select
+from bot.storage.sql.rows import FACT_COLUMNS, fact_from, select, source_from
 from bot.storage.sql.search import best_matches
 
 
@@ -95,12 +95,18 @@ class PostgresSearch(Connected):
         sql, params = hits_statement(
             scope, user_id, None if vector is None else self._vector(vector), terms, pool, max_distance
         )
-        rows = select(self.conn, sql, params)
-        near = sorted((r for r in rows if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
-        matched = [r for r in rows if r["matched"]]
-        best = best_matches(matched, terms, rows[0]["total"] if rows else 0, pool)
+        rows: dict[int, Row] = {}  # a row per fact found, of its first source's row
+        sources: dict[int, list[Source]] = {}
+        for row in select(self.conn, sql, params):
+            rows.setdefault(row["id"], row)
+            if row["message_id"] is not None:
+                sources.setdefault(row["id"], []).append(source_from(row))
+        found = list(rows.values())
+        near = sorted((r for r in found if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
+        matched = [r for r in found if r["matched"]]
+        best = best_matches(matched, terms, found[0]["total"] if found else 0, pool)
         kept = {r["id"]: r for r in [*near, *best]}  # not the matches left out; one build per fact
-        facts = {fid: fact_from(r, sources_in(r)) for fid, r in kept.items()}
+        facts = {fid: fact_from(r, tuple(sources.get(fid, ()))) for fid, r in kept.items()}
         return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
 
@@ -112,10 +118,14 @@ def hits_statement(
     pool: int,
     max_distance: float | None,
 ) -> tuple[str, list[Any]]:
-    """The one statement of `person_hits`: a row per fact found, with its sources as arrays.
+    """The one statement of `person_hits`: a row per source of each fact found (one with NULLs for a
+    fact without sources), in message order within a fact, as `sources_of` reads them.
 
     `distance`: the fact is in the vector pool (its `pool` nearest, within `max_distance`); `matched`: an
-    active fact holding one of the `terms`; `total`: the person's active facts (0 without terms).
+    active fact holding one of the `terms`; `total`: the person's active facts (0 without terms). A
+    plain join rather than each fact's sources aggregated into arrays: most facts have one source, and
+    an aggregate per fact and arrays to send and parse cost more than the repeated fact columns
+    (docs/benchmarks.md, "PostgreSQL: where the time goes").
     """
     parts: list[str] = []
     params: list[Any] = []
@@ -147,37 +157,8 @@ def hits_statement(
     return (
         f"WITH {', '.join(parts)}, hits AS ({hits}) "
         f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
-        "s.message_ids, s.confirms, s.channel_ids, s.parent_channel_ids, s.private_threads, s.author_ids "
-        "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN LATERAL ("
-        "SELECT array_agg(message_id ORDER BY message_id) AS message_ids, "
-        "array_agg(confirms ORDER BY message_id) AS confirms, "
-        "array_agg(channel_id ORDER BY message_id) AS channel_ids, "
-        "array_agg(parent_channel_id ORDER BY message_id) AS parent_channel_ids, "
-        "array_agg(private_thread ORDER BY message_id) AS private_threads, "
-        "array_agg(author_id ORDER BY message_id) AS author_ids "
-        "FROM fact_sources WHERE fact_id = f.id) AS s ON true",
+        "s.message_id, s.confirms, s.channel_id, s.parent_channel_id, s.private_thread, s.author_id "
+        "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN fact_sources AS s ON s.fact_id = f.id "
+        "ORDER BY f.id, s.message_id",
         params,
-    )
-
-
-def sources_in(row: Row) -> tuple[Source, ...]:
-    """A fact's sources from the arrays of its `hits_statement` row, in message order (as `sources_of`)."""
-    if row["message_ids"] is None:
-        return ()
-    return tuple(
-        Source(
-            message_id,
-            origin_from({"channel_id": channel, "parent_channel_id": parent, "private_thread": private}),
-            bool(confirms),
-            author,
-        )
-        for message_id, confirms, channel, parent, private, author in zip(
-            row["message_ids"],
-            row["confirms"],
-            row["channel_ids"],
-            row["parent_channel_ids"],
-            row["private_threads"],
-            row["author_ids"],
-            strict=True,
-        )
     )

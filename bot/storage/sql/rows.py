@@ -103,6 +103,11 @@ def origin_from(row: Row) -> Origin | None:
     return Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"]))
 
 
+def source_from(row: Row) -> Source:
+    """A source from a row of fact_sources' message_id, confirms, author_id and where it was said."""
+    return Source(row["message_id"], origin_from(row), bool(row["confirms"]), row["author_id"])
+
+
 def select_in(conn: Database, sql: str, values: Sequence[Any], before: Sequence[Any] = ()) -> list[Row]:
     """Every row of a query whose `IN ({marks})` takes `values` (after the parameters `before`), asked
     500 values at a time: a driver takes a limited number of parameters."""
@@ -122,8 +127,7 @@ def sources_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[Sourc
         "FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
         fact_ids,
     ):
-        source = Source(row["message_id"], origin_from(row), bool(row["confirms"]), row["author_id"])
-        out.setdefault(row["fact_id"], []).append(source)
+        out.setdefault(row["fact_id"], []).append(source_from(row))
     return {k: tuple(v) for k, v in out.items()}
 
 
