@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.memory.models import Fact, Source
+from bot.memory.models import Fact
 from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.postgres.connection import HalfVector, Vector
@@ -96,17 +96,19 @@ class PostgresSearch(Connected):
             scope, user_id, None if vector is None else self._vector(vector), terms, pool, max_distance
         )
         rows: dict[int, Row] = {}  # a row per fact found, of its first source's row
-        sources: dict[int, list[Source]] = {}
+        source_rows: dict[int, list[Row]] = {}
         for row in select(self.conn, sql, params):
             rows.setdefault(row["id"], row)
             if row["message_id"] is not None:
-                sources.setdefault(row["id"], []).append(source_from(row))
+                source_rows.setdefault(row["id"], []).append(row)
         found = list(rows.values())
         near = sorted((r for r in found if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
         matched = [r for r in found if r["matched"]]
         best = best_matches(matched, terms, found[0]["total"] if found else 0, pool)
         kept = {r["id"]: r for r in [*near, *best]}  # not the matches left out; one build per fact
-        facts = {fid: fact_from(r, tuple(sources.get(fid, ()))) for fid, r in kept.items()}
+        facts = {
+            fid: fact_from(r, tuple(map(source_from, source_rows.get(fid, ())))) for fid, r in kept.items()
+        }
         return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
 
