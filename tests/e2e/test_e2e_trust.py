@@ -75,6 +75,28 @@ async def test_words_from_a_hidden_staff_channel_never_reach_a_public_reply(tmp_
         assert "bob lives in Oslo" in private and "Falcon" in private and "green tea" in private
 
 
+async def test_a_fact_said_in_staff_and_repeated_in_public_still_serves_only_staff(tmp_path: Path) -> None:
+    """A repeat adds a source but no words: the fact, read back with its two sources (two rows of one
+    fact on PostgreSQL), keeps the audience of the channel its words came from."""
+    async with world(tmp_path) as w:
+        staff = await staff_only(w)
+        await w.say(staff, w.bob, "I live in Oslo")
+        await w.flush()
+        await w.say(w.general, w.bob, "I live in Oslo. I like green tea")
+        await w.flush()
+        facts = {f.text: f for f in await w.facts(f"guild:{w.alpha.id}", w.bob)}
+        oslo = facts["bob lives in Oslo"]
+        assert sorted((s.confirms, s.origin.channel_id if s.origin else None) for s in oslo.sources) == [
+            (False, str(staff)),
+            (True, str(w.general)),
+        ]
+        public = await ask(w, w.general, w.alice, "what do you know about bob? Oslo, tea?")
+        block = public.split("<background_facts>")[1]
+        assert "green tea" in block and "Oslo" not in block
+        private = await ask(w, staff, w.bob, "what do you know about me? Oslo, tea?")
+        assert "bob lives in Oslo" in private.split("<background_facts>")[1]
+
+
 async def test_opening_or_closing_a_channel_changes_what_replies_may_use(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         staff = await staff_only(w)
