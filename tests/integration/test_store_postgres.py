@@ -470,6 +470,23 @@ def test_a_persons_hits_are_one_round_trip(postgres_url: str, monkeypatch: pytes
     store.close()
 
 
+def generic_plan(store: Store, sql: str) -> list[str]:
+    """The lines of the plan a prepared statement of `sql` (psycopg's, as sent) settles on."""
+    parts = sql.split("%s")  # psycopg's placeholders as PostgreSQL's numbered ones
+    generic = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], start=1)) + parts[-1]
+    result = store.conn.raw.pgconn.exec_(f"EXPLAIN (GENERIC_PLAN) {generic.replace('%%', '%')}".encode())
+    return [result.get_value(i, 0).decode() for i in range(result.ntuples)]
+
+
+def alices_searches(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements a recall's search and a keyword search of alice's facts for "bees" send."""
+    statements = statements_of(monkeypatch)
+    store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
+    assert store.keyword_search("dm", "alice", "bees?", 5)
+    monkeypatch.undo()
+    return statements
+
+
 def test_the_questions_tsquery_is_parsed_once_in_the_plan_a_prepared_statement_settles_on(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -478,18 +495,39 @@ def test_the_questions_tsquery_is_parsed_once_in_the_plan_a_prepared_statement_s
     again for each of the person's facts (half a recall's server time at a million facts)."""
     store = open_store(postgres_url)
     store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
-    statements = statements_of(monkeypatch)
-    store.person_hits("dm", "alice", unit(1.0), "bees?", pool=20, max_distance=0.5)
-    assert store.keyword_search("dm", "alice", "bees?", 5)
-    monkeypatch.undo()
-    searches = [s for s in statements if "to_tsquery" in s]
+    searches = [s for s in alices_searches(store, monkeypatch) if "to_tsquery" in s]
     assert len(searches) == 2
     for sql in searches:
-        parts = sql.split("%s")  # psycopg's placeholders as PostgreSQL's numbered ones
-        generic = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], start=1)) + parts[-1]
-        generic = generic.replace("%%", "%")
-        result = store.conn.raw.pgconn.exec_(f"EXPLAIN (GENERIC_PLAN) {generic}".encode())
-        plan = [result.get_value(i, 0).decode() for i in range(result.ntuples)]
+        plan = generic_plan(store, sql)
         filters = [line for line in plan if "words @@" in line]
         assert filters and not any("to_tsquery" in line for line in filters), plan
+    store.close()
+
+
+def test_a_persons_words_are_read_from_their_index_alone(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One person's `fact_words` rows lie on as many heap pages as they have facts; the (scope, user_id)
+    index holds the fact id and words beside each entry, so both searches read the words with an
+    index-only scan, never the heap (where VACUUM has marked the pages all-visible)."""
+    store = open_store(postgres_url)
+    store.add_facts([NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m1"], embedding=unit(1.0))])
+    others = [f"person{i}" for i in range(30)]  # enough people for the planner to weigh the indexes
+    store.add_facts(
+        [
+            NewFact("dm", p, p, f"{p} keeps fact {j}", [f"{p}-{j}"], embedding=unit(0.5))
+            for p in others
+            for j in range(10)
+        ]
+    )
+    store.conn.raw.execute("VACUUM (ANALYZE) fact_words")
+    searches = [s for s in alices_searches(store, monkeypatch) if "fact_words" in s]
+    assert len(searches) == 2
+    # A small table is read whole, whatever its indexes: plans are compared as for a large one.
+    store.conn.raw.execute("SET enable_seqscan = off")
+    store.conn.raw.execute("SET enable_bitmapscan = off")
+    for sql in searches:
+        plan = generic_plan(store, sql)
+        reads = [line for line in plan if "on fact_words" in line]
+        assert reads and all("Index Only Scan using fact_words_owner_words" in line for line in reads), plan
     store.close()

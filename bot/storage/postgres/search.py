@@ -16,7 +16,10 @@ keyword matches, those facts' rows and sources, and the person's count of active
 
 `fact_words` has no GIN index on purpose: a search reads one person's rows through the (scope, user_id)
 index and matches their tsvectors there (a few hundred, cheap), and a GIN index keeps a word as a key
-after its last fact is deleted (until a REINDEX), so a forgotten fact's words would stay in it.
+after its last fact is deleted (until a REINDEX), so a forgotten fact's words would stay in it. The
+(scope, user_id) index holds each row's fact id and words (migration `words_read_from_their_index`):
+a person's rows lie on as many heap pages as they have facts, their index entries side by side, so
+the words are read with an index-only scan; a btree entry goes at the VACUUM that removes its row.
 """
 
 from __future__ import annotations

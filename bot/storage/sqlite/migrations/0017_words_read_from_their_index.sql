@@ -1,0 +1,2 @@
+-- PostgreSQL reads a person's words from its (scope, user_id) index alone. Nothing to do here: SQLite's
+-- keyword index (0008) is an FTS5 table whose terms carry their person's token, read without its rows.
