@@ -175,8 +175,8 @@ class PostgresDatabase:
         return cursor
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self.live().cursor(row_factory=dict_row) as cursor:
-            rows: list[Row] = [row for row in cursor.execute(driver_sql(sql), params)]
+        with self.live().cursor(row_factory=dict_row) as cursor:  # fetchall reads the rows in C
+            rows: list[Row] = [*cursor.execute(driver_sql(sql), params).fetchall()]
         return rows
 
     @contextlib.contextmanager

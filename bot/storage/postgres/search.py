@@ -25,6 +25,7 @@ the words are read with an index-only scan; a btree entry goes at the VACUUM tha
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
 from bot.memory.models import Fact
@@ -123,7 +124,19 @@ def hits_statement(
     pool: int,
     max_distance: float | None,
 ) -> tuple[str, list[Any]]:
-    """The one statement of `person_hits`: a row per source of each fact found (one with NULLs for a
+    """The one statement of `person_hits` (`hits_sql`) and its parameters."""
+    params: list[Any] = []
+    if vector is not None:
+        params += [vector, scope, user_id, pool, *([] if max_distance is None else [max_distance])]
+    if terms:
+        params += [scope, user_id, ts_query(terms), scope, user_id]
+    return hits_sql(vector is not None, bool(terms), max_distance is not None), params
+
+
+@cache
+def hits_sql(near: bool, keywords: bool, within: bool) -> str:
+    """`person_hits`'s statement, written once for each of its shapes (with a vector or not, with terms
+    or not, with a distance cut or not): a row per source of each fact found (one with NULLs for a
     fact without sources), in message order within a fact, as `sources_of` reads them.
 
     `distance`: the fact is in the vector pool (its `pool` nearest, within `max_distance`); `matched`: an
@@ -133,37 +146,31 @@ def hits_statement(
     (docs/benchmarks.md, "PostgreSQL: where the time goes").
     """
     parts: list[str] = []
-    params: list[Any] = []
-    if vector is not None:
-        within = "" if max_distance is None else " WHERE distance <= ?"
+    if near:
         parts.append(
             "near AS (SELECT fact_id, distance FROM (SELECT fact_id, embedding <=> ? AS distance "
             "FROM fact_vectors WHERE scope = ? AND user_id = ? ORDER BY distance, fact_id LIMIT ?) AS n"
-            f"{within})"
+            f"{' WHERE distance <= ?' if within else ''})"
         )
-        params += [vector, scope, user_id, pool, *([] if max_distance is None else [max_distance])]
-    if terms:
+    if keywords:
         parts.append(
             "matched AS (SELECT fact_id FROM fact_words WHERE scope = ? AND user_id = ? "
             f"AND words @@ {QUERY_ONCE})"
         )
-        params += [scope, user_id, ts_query(terms)]
-    if vector is not None and terms:
+    if near and keywords:
         hits = (
             "SELECT coalesce(n.fact_id, m.fact_id) AS fact_id, n.distance, m.fact_id IS NOT NULL AS matched "
             "FROM near AS n FULL JOIN matched AS m ON m.fact_id = n.fact_id"
         )
-    elif vector is not None:
+    elif near:
         hits = "SELECT fact_id, distance, false AS matched FROM near"
     else:
         hits = "SELECT fact_id, NULL::double precision AS distance, true AS matched FROM matched"
-    total = "(SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?)" if terms else "0"
-    params += [scope, user_id] if terms else []
+    total = "(SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?)" if keywords else "0"
     return (
         f"WITH {', '.join(parts)}, hits AS ({hits}) "
         f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
         "s.message_id, s.confirms, s.channel_id, s.parent_channel_id, s.private_thread, s.author_id "
         "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN fact_sources AS s ON s.fact_id = f.id "
-        "ORDER BY f.id, s.message_id",
-        params,
+        "ORDER BY f.id, s.message_id"
     )
