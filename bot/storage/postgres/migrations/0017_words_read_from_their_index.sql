@@ -5,6 +5,6 @@
 -- VACUUM, which `vacuum_deleted` runs after deletes and autovacuum after writes, has marked the pages
 -- all-visible; elsewhere it reads the heap as before). A btree entry of a deleted row goes at the
 -- VACUUM that removes the row, unlike a GIN key (postgres/search.py): the words leave no sooner or later
--- than the row's. About 180 bytes a fact.
+-- than the row's. 238 bytes a fact in bench.recall_scale's 1M build (docs/benchmarks.md).
 CREATE INDEX fact_words_owner_words ON fact_words (scope, user_id) INCLUDE (fact_id, words);
 DROP INDEX fact_words_owner;
