@@ -52,9 +52,9 @@ def bm25_by_definition(texts: list[str], terms: list[str], total: int) -> list[i
 
 
 def test_bm25_counts_as_its_definition_on_random_texts_of_odd_words() -> None:
-    """Counting " term" in the joined words must give what reading word by word gives: accents, "½",
-    underscores, hyphens, digits, a term inside a word ("ive" in "lives" counts nothing), a term of
-    two words' letters ("ab cd" from a folded ligature), repeated words."""
+    """BM25's counting (each distinct word's terms worked out once) must give what reading word by word
+    gives: accents, "½", underscores, hyphens, digits, a term inside a word ("ive" in "lives" counts
+    nothing), a term of two words' letters ("ab cd" from a folded ligature), repeated words."""
     rng = random.Random(20261129)
     vocab = "liv living lives live oslo café crème brûlée ½ x½y ab-cd ef_gh 12345 straße über naïve porto ive tea teas".split()
     odd_terms = ["liv", "live", "1⁄2", "caf", "ef_g", "x", "ive", "ab cd", "tea"]

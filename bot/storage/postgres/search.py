@@ -33,7 +33,7 @@ from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.postgres.connection import HalfVector, Vector
 from bot.storage.sql.database import Connected, Row
-from bot.storage.sql.rows import FACT_COLUMNS, fact_from, select, source_from
+from bot.storage.sql.rows import FACT_COLUMNS, SOURCE_COLUMNS, fact_from, select, source_from
 from bot.storage.sql.search import best_matches
 
 
@@ -170,7 +170,6 @@ def hits_sql(near: bool, keywords: bool, within: bool) -> str:
     return (
         f"WITH {', '.join(parts)}, hits AS ({hits}) "
         f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
-        "s.message_id, s.confirms, s.channel_id, s.parent_channel_id, s.private_thread, s.author_id "
-        "FROM hits AS h JOIN facts AS f ON f.id = h.fact_id LEFT JOIN fact_sources AS s ON s.fact_id = f.id "
-        "ORDER BY f.id, s.message_id"
+        f"{SOURCE_COLUMNS} FROM hits AS h JOIN facts AS f ON f.id = h.fact_id "
+        "LEFT JOIN fact_sources AS s ON s.fact_id = f.id ORDER BY f.id, s.message_id"
     )

@@ -32,6 +32,8 @@ FACT_COLUMNS = (
     "f.id, f.scope, f.user_id, f.text, f.status, f.superseded_by, f.valid_from, f.recorded_at, "
     "f.updated_at, f.retrieval_count, f.sensitive, f.speaks_for_server, f.said_at"
 )
+# What `source_from` reads, from `fact_sources AS s`.
+SOURCE_COLUMNS = "s.message_id, s.confirms, s.channel_id, s.parent_channel_id, s.private_thread, s.author_id"
 EPISODE_COLUMNS = (
     "e.id, e.scope, e.channel_id, e.parent_channel_id, e.private_thread, e.summary, e.started_at, "
     "e.ended_at, e.recorded_at"
@@ -123,8 +125,8 @@ def sources_of(conn: Database, fact_ids: Sequence[int]) -> dict[int, tuple[Sourc
     out: dict[int, list[Source]] = {}
     for row in select_in(
         conn,
-        "SELECT fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id "
-        "FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY message_id",
+        f"SELECT s.fact_id, {SOURCE_COLUMNS} FROM fact_sources AS s WHERE s.fact_id IN ({{marks}}) "
+        "ORDER BY s.message_id",
         fact_ids,
     ):
         out.setdefault(row["fact_id"], []).append(source_from(row))
