@@ -431,11 +431,11 @@ def _copy_batch(
     vector_bytes = 4 + big_endian.itemsize * DIM  # the width and a reserved 0, then the values
     with raw.transaction():
         cur = raw.cursor()
-        with cur.copy(
-            "COPY facts (id, scope, user_id, text, recorded_at, updated_at, sensitive) FROM STDIN"
+        with cur.copy(  # with the copy of its sources the triggers would write (the same text: no update)
+            "COPY facts (id, scope, user_id, text, recorded_at, updated_at, sensitive, sources) FROM STDIN"
         ) as copy:
             for fid, g, (scope, user_id) in zip(ids, batch.tolist(), owners, strict=True):
-                copy.write_row((fid, scope, user_id, texts[g], now, now, 0))
+                copy.write_row((fid, scope, user_id, texts[g], now, now, 0, _sources_json(g, user_id)))
         with cur.copy(
             "COPY fact_vectors (fact_id, scope, user_id, embedding) FROM STDIN (FORMAT BINARY)"
         ) as copy:
@@ -457,11 +457,11 @@ def _copy_batch(
         )
         cur.execute("TRUNCATE words_in")
         with cur.copy(
-            "COPY fact_sources (fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread) "
-            "FROM STDIN"
+            "COPY fact_sources "
+            "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id) FROM STDIN"
         ) as copy:
-            for fid, g in zip(ids, batch.tolist(), strict=True):
-                copy.write_row((fid, str(10**18 + g), 0, None, None, 0))
+            for fid, g, (_, user_id) in zip(ids, batch.tolist(), owners, strict=True):
+                copy.write_row((fid, str(10**18 + g), 0, None, None, 0, user_id))
         with cur.copy(
             "COPY fact_events (fact_id, scope, user_id, kind, detail, actor, at) FROM STDIN"
         ) as copy:
@@ -469,12 +469,19 @@ def _copy_batch(
                 copy.write_row((fid, scope, user_id, "added", IMPORTED, "bench", now))
 
 
+def _sources_json(g: int, user_id: str) -> str:
+    """`facts.sources` of generated fact `g`, as PostgreSQL's `json_agg` of its one source writes it
+    (migration `sources_in_their_fact`): a message id, not a repeat, said nowhere known, by its owner."""
+    return json.dumps([[str(10**18 + g), 0, None, None, 0, user_id]])
+
+
 def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[str], first: int) -> int:
     """Facts written by `add_facts` and by COPY must hold the same rows: check a sample of each.
 
     Per fact: its owner, text and flags, its vector (equal to the generator's, as pgvector compares
     them), its words (equal to `to_tsvector('simple', fold(text))`, what the store indexes), its one
-    source and its one 'added' event. Raises if any differs.
+    source (with its author, and its copy in the fact's row) and its one 'added' event. Raises if any
+    differs.
     """
     from bot.storage.postgres.connection import Vector
 
@@ -490,8 +497,8 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
             "f.retrieval_count, f.archived_embedding IS NULL, v.scope = f.scope AND v.user_id = f.user_id, "
             "v.embedding = %s::vector, w.scope = f.scope AND w.user_id = f.user_id, "
             "w.words = to_tsvector('simple', %s), "
-            "(SELECT array_agg(ARRAY[message_id, coalesce(channel_id, '-'), confirms::text, private_thread::text]) "
-            " FROM fact_sources WHERE fact_id = f.id), "
+            "(SELECT array_agg(ARRAY[message_id, coalesce(channel_id, '-'), confirms::text, private_thread::text, "
+            " author_id]) FROM fact_sources WHERE fact_id = f.id), f.sources, "
             "(SELECT array_agg(ARRAY[kind, detail, actor, scope, user_id]) FROM fact_events WHERE fact_id = f.id), "
             "(SELECT name FROM users AS u WHERE u.scope = f.scope AND u.user_id = f.user_id) "
             "FROM facts AS f JOIN fact_vectors AS v ON v.fact_id = f.id JOIN fact_words AS w ON w.fact_id = f.id "
@@ -512,7 +519,8 @@ def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[st
             True,
             True,
             True,
-            [[str(10**18 + g), "-", "0", "0"]],
+            [[str(10**18 + g), "-", "0", "0", user_id]],
+            _sources_json(g, user_id),
             [["added", IMPORTED, "bench", scope, user_id]],
             name,
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.memory.models import BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
+from bot.memory.models import COMMUNITY_ID, BufferedMessage, Decision, FactStatus, NewFact, Operation, Origin
 from bot.storage import EmbeddingMismatchError, Store
 from bot.storage.errors import DatabaseError
 from bot.storage.locations import open_storage
@@ -82,6 +82,52 @@ def test_a_persons_hits_are_what_knn_and_keyword_search_find(store: Store, pool:
                 assert hits == (near, matched), (vector, text, cut)
     [(bees, _)] = store.person_hits("guild:1", "alice", unit(1.0), "", pool=1, max_distance=None)[0]
     assert [s.origin for s in bees.sources] == [Origin("c1"), Origin("t1", "c1", True)]
+
+
+def hits_as_recorded(store: Store, scope: str, user_id: str) -> None:
+    """Asserts that `person_hits` reads each of the person's facts with the sources `knn` and
+    `keyword_search` read from `fact_sources` (PostgreSQL's search reads a copy kept in the fact's row)."""
+    question = " ".join(f.text for f in store.list_facts(scope, user_id))
+    hits = store.person_hits(scope, user_id, unit(1.0), question, pool=50, max_distance=None)
+    assert hits == (
+        store.knn(scope, user_id, unit(1.0), 50),
+        store.keyword_search(scope, user_id, question, 50),
+    )
+    assert hits[0], "no facts left to compare"
+
+
+def test_a_persons_hits_read_the_sources_as_every_write_leaves_them(store: Store) -> None:
+    """Sources are added (a new fact, a repeat, a merge inheriting the old fact's), taken away (a deleted
+    message, someone forgetting everything, which unlinks their repeats of a community fact) and deleted
+    with their fact: a recall's search reads them as they are after each, with where they were said."""
+    alice_and_bees(store)
+    hits_as_recorded(store, "guild:1", "alice")
+    bees = next(f for f in store.list_facts("guild:1", "alice") if f.text == "Alice keeps bees in Lyon")
+    repeat = NewFact("guild:1", "alice", "Alice", "Alice keeps bees", ["m8"], origins=said_in("c2", "m8"))
+    store.apply_flush([Operation(Decision.DUPLICATE, repeat, bees.id)])
+    hits_as_recorded(store, "guild:1", "alice")
+    [(found, _)] = store.person_hits("guild:1", "alice", unit(1.0), "", pool=1, max_distance=0.2)[0]
+    assert [(s.message_id, s.confirms) for s in found.sources] == [("m1", False), ("m2", False), ("m8", True)]
+
+    assert store.forget_message("m2") == []  # one of its sources: the fact stays, with the others
+    hits_as_recorded(store, "guild:1", "alice")
+    [(found, _)] = store.person_hits("guild:1", "alice", unit(1.0), "", pool=1, max_distance=0.2)[0]
+    assert found.source_message_ids == ("m1", "m8")
+
+    [rule] = store.add_facts([fact("guild:1", COMMUNITY_ID, "Spoilers go in #spoilers", unit(1.0), ["m20"])])
+    carols = BufferedMessage("m21", "guild:1", "c1", "carol", "Carol", "spoilers in #spoilers!", "2026-01-01")
+    store.buffer_messages([(carols, 1.0)])  # who said it: the buffered message's author
+    store.apply_flush(
+        [Operation(Decision.DUPLICATE, NewFact("guild:1", COMMUNITY_ID, "", "Spoilers", ["m21"]), rule)]
+    )
+    hits_as_recorded(store, "guild:1", COMMUNITY_ID)
+    assert store.forget("guild:1", "carol") == 0  # Carol forgets everything: her repeat is unlinked
+    hits_as_recorded(store, "guild:1", COMMUNITY_ID)
+    [(kept, _)] = store.person_hits("guild:1", COMMUNITY_ID, unit(1.0), "", pool=1, max_distance=None)[0]
+    assert kept.source_message_ids == ("m20",)
+
+    store.forget("guild:1", "alice", [bees.id])
+    hits_as_recorded(store, "guild:1", "alice")
 
 
 def test_tidying_the_word_index_folds_its_pieces_and_keeps_every_match(store: Store, backend: str) -> None:

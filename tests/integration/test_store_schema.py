@@ -38,8 +38,12 @@ FORMER_SQLITE: Tables = {
     "facts_fts_docsize": {"id", "sz"},
     "facts_fts_idx": {"segid", "term", "pgno"},
 }
-# From 0011, SQLite's vector rows no longer name their owner; PostgreSQL's read a person's by it.
-OWNER_ON_POSTGRES = 11, {"fact_vectors": {"scope", "user_id"}}
+# Columns only PostgreSQL has from a migration on: from 0011 its vector rows name their owner (SQLite's no
+# longer do), and from 0018 a fact's row holds a copy of its sources that its search reads.
+ONLY_POSTGRES_SINCE: dict[int, Tables] = {
+    11: {"fact_vectors": {"scope", "user_id"}},
+    18: {"facts": {"sources"}},
+}
 ONLY_POSTGRES: Tables = {
     # The keyword index: a tsvector per active fact.
     "fact_words": {"fact_id", "scope", "user_id", "words"},
@@ -87,9 +91,9 @@ def test_both_backends_hold_the_same_tables_and_columns_after_each_migration(
             migrations.migrate(SqliteSchema(sqlite), SQLITE_MIGRATIONS[:number])
             migrations.migrate(PostgresSchema(postgres), POSTGRES_MIGRATIONS[:number])
             on_sqlite, on_postgres = sqlite_tables(sqlite), postgres_tables(postgres)
-            since, columns = OWNER_ON_POSTGRES
-            if number >= since:
-                on_postgres = {t: c - columns.get(t, set()) for t, c in on_postgres.items()}
+            for since, columns in ONLY_POSTGRES_SINCE.items():
+                if number >= since:
+                    on_postgres = {t: c - columns.get(t, set()) for t, c in on_postgres.items()}
             assert without(on_sqlite, ONLY_SQLITE | FORMER_SQLITE) == without(on_postgres, ONLY_POSTGRES), (
                 number
             )

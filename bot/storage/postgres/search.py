@@ -12,7 +12,8 @@ tsvector of the fact's folded text under the 'simple' configuration (no language
 words: any language works), restricted to the person; BM25 in Python ranks the matches.
 
 A recall's search of one person (`person_hits`) is one statement, one round trip: the vector pool, the
-keyword matches, those facts' rows and sources, and the person's count of active facts (BM25's N).
+keyword matches, those facts' rows with their sources (a copy in each fact's row, kept in step with
+`fact_sources` by triggers), and the person's count of active facts (BM25's N).
 
 `fact_words` has no GIN index on purpose: a search reads one person's rows through the (scope, user_id)
 index and matches their tsvectors there (a few hundred, cheap), and a GIN index keeps a word as a key
@@ -32,8 +33,8 @@ from bot.memory.models import Fact
 from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.postgres.connection import HalfVector, Vector
-from bot.storage.sql.database import Connected, Row
-from bot.storage.sql.rows import FACT_COLUMNS, SOURCE_COLUMNS, fact_from, select, source_from
+from bot.storage.sql.database import Connected
+from bot.storage.sql.rows import FACT_COLUMNS, fact_from, select, sources_in
 from bot.storage.sql.search import best_matches
 
 
@@ -99,20 +100,12 @@ class PostgresSearch(Connected):
         sql, params = hits_statement(
             scope, user_id, None if vector is None else self._vector(vector), terms, pool, max_distance
         )
-        rows: dict[int, Row] = {}  # a row per fact found, of its first source's row
-        source_rows: dict[int, list[Row]] = {}
-        for row in select(self.conn, sql, params):
-            rows.setdefault(row["id"], row)
-            if row["message_id"] is not None:
-                source_rows.setdefault(row["id"], []).append(row)
-        found = list(rows.values())
+        found = select(self.conn, sql, params)  # a row per fact
         near = sorted((r for r in found if r["distance"] is not None), key=lambda r: (r["distance"], r["id"]))
         matched = [r for r in found if r["matched"]]
         best = best_matches(matched, terms, found[0]["total"] if found else 0, pool)
         kept = {r["id"]: r for r in [*near, *best]}  # not the matches left out; one build per fact
-        facts = {
-            fid: fact_from(r, tuple(map(source_from, source_rows.get(fid, ())))) for fid, r in kept.items()
-        }
+        facts = {fid: fact_from(r, sources_in(r["sources"])) for fid, r in kept.items()}
         return [(facts[r["id"]], r["distance"]) for r in near], [facts[r["id"]] for r in best]
 
 
@@ -136,14 +129,14 @@ def hits_statement(
 @cache
 def hits_sql(near: bool, keywords: bool, within: bool) -> str:
     """`person_hits`'s statement, written once for each of its shapes (with a vector or not, with terms
-    or not, with a distance cut or not): a row per source of each fact found (one with NULLs for a
-    fact without sources), in message order within a fact, as `sources_of` reads them.
+    or not, with a distance cut or not): a row per fact found, with its sources as its row holds them.
 
     `distance`: the fact is in the vector pool (its `pool` nearest, within `max_distance`); `matched`: an
-    active fact holding one of the `terms`; `total`: the person's active facts (0 without terms). A
-    plain join rather than each fact's sources aggregated into arrays: most facts have one source, and
-    an aggregate per fact and arrays to send and parse cost more than the repeated fact columns
-    (docs/benchmarks.md, "PostgreSQL: where the time goes").
+    active fact holding one of the `terms`; `total`: the person's active facts (0 without terms).
+    `sources`: the copy of the fact's sources that triggers keep in its row (migration
+    `sources_in_their_fact`): a search that matched 40 facts spent a quarter of its time looking each
+    one's sources up in `fact_sources`, as a join or as aggregates (docs/benchmarks.md, "PostgreSQL:
+    where the time goes").
     """
     parts: list[str] = []
     if near:
@@ -169,7 +162,6 @@ def hits_sql(near: bool, keywords: bool, within: bool) -> str:
     total = "(SELECT count(*) FROM fact_vectors WHERE scope = ? AND user_id = ?)" if keywords else "0"
     return (
         f"WITH {', '.join(parts)}, hits AS ({hits}) "
-        f"SELECT {FACT_COLUMNS}, h.distance, h.matched AND f.status = 'active' AS matched, {total} AS total, "
-        f"{SOURCE_COLUMNS} FROM hits AS h JOIN facts AS f ON f.id = h.fact_id "
-        "LEFT JOIN fact_sources AS s ON s.fact_id = f.id ORDER BY f.id, s.message_id"
+        f"SELECT {FACT_COLUMNS}, f.sources, h.distance, h.matched AND f.status = 'active' AS matched, "
+        f"{total} AS total FROM hits AS h JOIN facts AS f ON f.id = h.fact_id"
     )

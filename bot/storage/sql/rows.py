@@ -110,6 +110,22 @@ def source_from(row: Row) -> Source:
     return Source(row["message_id"], origin_from(row), bool(row["confirms"]), row["author_id"])
 
 
+def sources_in(written: str | None) -> tuple[Source, ...]:
+    """A fact's sources from PostgreSQL's copy of them in the fact's row (`facts.sources`: JSON arrays of
+    SOURCE_COLUMNS' values in message order, None without sources), read as `source_from` reads a row."""
+    if written is None:
+        return ()
+    return tuple(
+        Source(
+            message,
+            None if channel is None else Origin(channel, parent, bool(private)),
+            bool(confirms),
+            author,
+        )
+        for message, confirms, channel, parent, private, author in json.loads(written)
+    )
+
+
 def select_in(conn: Database, sql: str, values: Sequence[Any], before: Sequence[Any] = ()) -> list[Row]:
     """Every row of a query whose `IN ({marks})` takes `values` (after the parameters `before`), asked
     500 values at a time: a driver takes a limited number of parameters."""

@@ -1,0 +1,2 @@
+-- PostgreSQL keeps each fact's sources in its row too, for its search (postgres/search.py). Nothing to
+-- do here: SQLite reads a recall's sources from `fact_sources` by its primary key, in the same process.
