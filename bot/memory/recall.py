@@ -116,17 +116,16 @@ def fuse(
     `keyword_weight / rank`. A close vector hit keeps its place unless keywords back a nearly as close
     one; a keyword-only hit comes in ahead of vector hits only as far as its weight beats their
     similarity (weights: docs/benchmarks.md, tuned with bench/recall_quality.py)."""
-    scored: dict[int, ScoredFact] = {}
+    # (fact, score, distance, keyword rank) by fact id; a ScoredFact only for the `limit` kept.
+    scored: dict[int, tuple[Fact, float, float | None, int | None]] = {}
     for fact, distance in vector_hits:
-        scored[fact.id] = ScoredFact(fact, 1.0 - distance, distance=distance)
+        scored[fact.id] = (fact, 1.0 - distance, distance, None)
     for rank, fact in enumerate(keyword_hits, start=1):
         bonus = keyword_weight / rank
         s = scored.get(fact.id)
-        if s is not None:
-            scored[fact.id] = ScoredFact(fact, s.score + bonus, s.distance, rank)
-        else:
-            scored[fact.id] = ScoredFact(fact, bonus, None, rank)
-    return sorted(scored.values(), key=lambda s: (-s.score, s.fact.id))[:limit]
+        scored[fact.id] = (fact, bonus, None, rank) if s is None else (fact, s[1] + bonus, s[2], rank)
+    best = sorted(scored.values(), key=lambda s: (-s[1], s[0].id))[:limit]
+    return [ScoredFact(fact, score, distance, rank) for fact, score, distance, rank in best]
 
 
 def name_words(name: str) -> list[str]:

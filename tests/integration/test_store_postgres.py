@@ -3,6 +3,8 @@ of the SQLite-only tests in test_store.py). Real PostgreSQL + pgvector, started 
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 import pytest
 
@@ -530,4 +532,23 @@ def test_a_persons_words_are_read_from_their_index_alone(
         plan = generic_plan(store, sql)
         reads = [line for line in plan if "on fact_words" in line]
         assert reads and all("Index Only Scan using fact_words_owner_words" in line for line in reads), plan
+    store.close()
+
+
+def test_a_new_facts_copy_of_its_sources_is_the_text_the_triggers_write(postgres_url: str) -> None:
+    """A new fact's row is written with the copy of its sources (`facts.sources`) the triggers on
+    `fact_sources` compute, so they find nothing to change and the row gets no second version: the
+    store's text and the triggers' are the same, whatever the ids hold and in whichever order they came."""
+    store = open_store(postgres_url)
+    odd = 'm"3\\é\t'
+    bees = NewFact("dm", "alice", "Alice", "Alice keeps bees", ["m2", odd, "m1", "m2"], embedding=unit(1.0))
+    bees.origins = {"m1": Origin("c1"), odd: Origin("t1", "c1", True)}
+    [fid] = store.add_facts([bees])
+    [written] = store.conn.execute("SELECT sources FROM facts WHERE id = ?", (fid,)).fetchone()
+    assert [s[0] for s in json.loads(written)] == [odd, "m1", "m2"]  # message order: '"' before '1'
+    store.conn.execute("UPDATE facts SET sources = NULL WHERE id = ?", (fid,))
+    store.conn.execute(
+        "UPDATE fact_sources SET confirms = confirms WHERE fact_id = ?", (fid,)
+    )  # the triggers
+    assert store.conn.execute("SELECT sources FROM facts WHERE id = ?", (fid,)).fetchone() == (written,)
     store.close()

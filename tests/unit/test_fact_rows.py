@@ -1,5 +1,6 @@
 """`fact_from` names every field of a fact: a field added to `Fact` and to FACT_COLUMNS but not to it
-would silently keep its default on every fact read back."""
+would silently keep its default on every fact read back (or, since it sets the fields without the
+constructor, be missing)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,6 @@ def test_every_field_of_a_fact_is_a_column_and_is_read_from_its_row() -> None:
     for name in names:
         if name not in ("status", "sensitive", "speaks_for_server"):
             assert getattr(fact, name) == row[name], name
+    assert fact == Fact(**{f.name: getattr(fact, f.name) for f in fields(Fact)})
+    assert sorted(vars(fact)) == sorted(f.name for f in fields(Fact))
+    assert not hasattr(Fact, "__post_init__")  # fact_from does not run the constructor

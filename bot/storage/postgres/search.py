@@ -33,8 +33,8 @@ from bot.memory.models import Fact
 from bot.memory.text import fold
 from bot.storage.keywords import search_terms
 from bot.storage.postgres.connection import HalfVector, Vector
-from bot.storage.sql.database import Connected
-from bot.storage.sql.rows import FACT_COLUMNS, fact_from, select, sources_in
+from bot.storage.sql.database import Connected, SourceValues
+from bot.storage.sql.rows import FACT_COLUMNS, fact_from, select, sources_in, sources_json
 from bot.storage.sql.search import best_matches
 
 
@@ -72,6 +72,11 @@ class PostgresSearch(Connected):
             "INSERT INTO fact_words (fact_id, scope, user_id, words) VALUES (?, ?, ?, to_tsvector('simple', ?))",
             (fact_id, scope, user_id, fold(text)),
         )
+
+    def _source_copies(self, sources: Sequence[SourceValues]) -> dict[str, Any]:
+        """A new fact's row holds its sources as the triggers would write them, so they find nothing to
+        change and the row gets no second version (`sources_json`)."""
+        return {"sources": sources_json(sources)}
 
     def _unindex_words(self, fact_id: int) -> None:
         self.conn.execute("DELETE FROM fact_words WHERE fact_id = ?", (fact_id,))

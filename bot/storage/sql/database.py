@@ -11,6 +11,11 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Protocol
 
+# A fact source as `fact_sources` holds it, in SOURCE_COLUMNS' order: the message id, whether it only
+# repeated the fact (0/1), the channel, the thread's parent channel, whether the thread is private (0/1),
+# and who said it.
+SourceValues = tuple[str, int, str | None, str | None, int, str | None]
+
 
 class Row(Protocol):
     """A row read by column name: the driver's Row, or a dict."""
@@ -91,6 +96,12 @@ class Connected:
     def _index_words(self, fact_id: int, scope: str, user_id: str, text: str) -> None:
         """Put an active fact's words in the text index, confined to its person."""
         raise NotImplementedError
+
+    def _source_copies(self, sources: Sequence[SourceValues]) -> dict[str, Any]:
+        """The columns, beside its own, a new fact's row gets from its `sources` (by column name): none
+        here; PostgreSQL's row keeps a copy of them for its search, which its triggers would otherwise
+        write with a second version of the row."""
+        return {}
 
     def _unindex_words(self, fact_id: int) -> None:
         """Take a fact's words out of the text index (superseded, corrected, deleted).

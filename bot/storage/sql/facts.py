@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.memory.models import COMMUNITY_ID, Fact, FactStatus, NewFact, discord_id_time, iso, utcnow
 from bot.storage.sql.buffer import buffered_source, buffered_times
-from bot.storage.sql.database import Connected
+from bot.storage.sql.database import Connected, SourceValues
 from bot.storage.sql.rows import (
     FACT_COLUMNS,
     Owner,
@@ -148,9 +148,12 @@ class Facts(Connected):
 
     def _insert_fact(self, fact: NewFact, text: str, embedding: Sequence[float], now: str) -> int:
         self._check_width(embedding)
+        sources = self._sources_of(fact, confirms=False)
+        copies = self._source_copies(sources)  # the backend's copy of them in the row (PostgreSQL's)
         [new_id] = self.conn.execute(
             "INSERT INTO facts (scope, user_id, text, valid_from, recorded_at, updated_at, sensitive, "
-            "speaks_for_server, said_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            f"speaks_for_server, said_at{''.join(', ' + c for c in copies)}) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(copies)}) RETURNING id",
             (
                 fact.scope,
                 fact.user_id,
@@ -161,6 +164,7 @@ class Facts(Connected):
                 int(fact.sensitive),
                 int(fact.speaks_for_server),
                 min(self._said_at(fact) or now, now),
+                *copies.values(),
             ),
         ).fetchone()
         fact_id = int(new_id)
@@ -175,7 +179,7 @@ class Facts(Connected):
                 (fact_id, self._vector(embedding)),
             )
         self._index_words(fact_id, fact.scope, fact.user_id, text)
-        self._add_sources(fact_id, fact, confirms=False)
+        self._write_sources(fact_id, sources)
         return fact_id
 
     def _said_at(self, fact: NewFact) -> str | None:
@@ -189,28 +193,40 @@ class Facts(Connected):
         return max(filter(None, map(discord_id_time, fact.source_message_ids)), default=None)
 
     def _add_sources(self, fact_id: int, fact: NewFact, *, confirms: bool) -> None:
-        """Record which messages a fact comes from, where each was said and who said it; `confirms`: they
-        only repeated it, adding no words. Where comes from `fact.origins`, else from the buffered message
-        itself; who from the buffered message, else (a person's fact) its owner: a community fact goes
-        when one of its authors erases what they said."""
+        """Record which messages a fact comes from (`_sources_of`); `confirms`: they only repeated it."""
+        self._write_sources(fact_id, self._sources_of(fact, confirms=confirms))
+
+    def _sources_of(self, fact: NewFact, *, confirms: bool) -> list[SourceValues]:
+        """The `fact_sources` values of a new fact's messages, once each, in message order: where each was
+        said comes from `fact.origins`, else from the buffered message itself; who said it from the
+        buffered message, else (a person's fact) its owner: a community fact goes when one of its authors
+        erases what they said."""
+        values: dict[str, SourceValues] = {}
         for mid in fact.source_message_ids:
             origin, author = buffered_source(self.conn, mid)
             origin = fact.origins.get(mid) or origin
             if author is None and fact.user_id != COMMUNITY_ID:
                 author = fact.user_id
+            values.setdefault(
+                mid,
+                (
+                    mid,
+                    int(confirms),
+                    None if origin is None else origin.channel_id,
+                    None if origin is None else origin.parent_channel_id,
+                    int(origin is not None and origin.private_thread),
+                    author,
+                ),
+            )
+        return [values[mid] for mid in sorted(values)]
+
+    def _write_sources(self, fact_id: int, values: Sequence[SourceValues]) -> None:
+        for source in values:
             self.conn.execute(
                 "INSERT INTO fact_sources "
                 "(fact_id, message_id, confirms, channel_id, parent_channel_id, private_thread, author_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (
-                    fact_id,
-                    mid,
-                    int(confirms),
-                    origin and origin.channel_id,
-                    origin and origin.parent_channel_id,
-                    int(bool(origin and origin.private_thread)),
-                    author,
-                ),
+                (fact_id, *source),
             )
 
     def _inherit_sources(self, fact_id: int, from_id: int) -> None:

@@ -24,7 +24,7 @@ from bot.memory.models import (
     Point,
     Source,
 )
-from bot.storage.sql.database import Database, Row
+from bot.storage.sql.database import Database, Row, SourceValues
 
 M = TypeVar("M")
 
@@ -77,15 +77,22 @@ def field_names(model: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(model))
 
 
+# A fact's status by its column's value: a dict lookup, where calling the enum costs a microsecond.
+STATUSES = {status.value: status for status in FactStatus}
+
+
 def fact_from(row: Row, sources: tuple[Source, ...] = ()) -> Fact:
-    """A fact from a row of FACT_COLUMNS, field by field: a recall builds a few dozen, and `build`'s generic
-    matching of columns to fields cost more than the rest of building one."""
-    return Fact(
+    """A fact from a row of FACT_COLUMNS, field by field, without `Fact.__init__`: a frozen dataclass
+    sets each of its 14 fields through `object.__setattr__`, three times the cost of the rest of building
+    one, and a recall builds a few dozen. Every field is set here (tests/unit/test_fact_rows.py checks
+    that the fact equals the one its constructor builds), and `Fact` has no `__post_init__` to skip."""
+    fact = object.__new__(Fact)
+    fact.__dict__.update(
         id=row["id"],
         scope=row["scope"],
         user_id=row["user_id"],
         text=row["text"],
-        status=FactStatus(row["status"]),
+        status=STATUSES[row["status"]],
         superseded_by=row["superseded_by"],
         valid_from=row["valid_from"],
         recorded_at=row["recorded_at"],
@@ -96,6 +103,7 @@ def fact_from(row: Row, sources: tuple[Source, ...] = ()) -> Fact:
         sensitive=bool(row["sensitive"]),
         speaks_for_server=bool(row["speaks_for_server"]),
     )
+    return fact
 
 
 def origin_from(row: Row) -> Origin | None:
@@ -108,6 +116,14 @@ def origin_from(row: Row) -> Origin | None:
 def source_from(row: Row) -> Source:
     """A source from a row of fact_sources' message_id, confirms, author_id and where it was said."""
     return Source(row["message_id"], origin_from(row), bool(row["confirms"]), row["author_id"])
+
+
+def sources_json(sources: Sequence[SourceValues]) -> str | None:
+    """The text PostgreSQL's triggers write as a fact's copy of its `sources` (message order, as
+    `json_agg` of `json_build_array` prints them; None without sources): `sources_in` reads it back."""
+    if not sources:
+        return None
+    return json.dumps([list(s) for s in sorted(sources, key=lambda s: s[0])], ensure_ascii=False)
 
 
 def sources_in(written: str | None) -> tuple[Source, ...]:
