@@ -29,7 +29,7 @@ from bot.storage.postgres import Store, schema
 from bot.storage.postgres.schema import MIGRATIONS
 from bot.storage.sqlite.store import Store as SqliteStore
 from tests.fakes import DIMS, unit
-from tests.integration.test_migrate import MODEL, contents, filled
+from tests.integration.test_migrate import MODEL, contents, copies_in_step, filled
 
 VECTOR_COLUMNS = (("fact_vectors", "embedding"), ("facts", "archived_embedding"), ("episodes", "embedding"))
 HALF_PRECISION = MIGRATIONS[9]
@@ -381,6 +381,7 @@ def test_a_copy_from_sqlite_keeps_every_vector_to_half_precision(
             assert sorted(got, key=repr) == sorted(want, key=repr), table
             vectors += sum(r[i] is not None for r in got for i in halved)
         assert vectors == 4  # active, archived and episode vectors all came
+        assert copies_in_step(target)
     finally:
         source.close()
         target.close()
