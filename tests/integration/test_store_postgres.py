@@ -320,6 +320,18 @@ def test_forgetting_one_fact_is_vacuumed_at_the_next_pass_not_at_once(postgres_u
     store.close()
 
 
+def test_a_deleted_message_that_leaves_its_fact_is_vacuumed_at_the_next_pass(postgres_url: str) -> None:
+    """A fact said in two messages stays when one is deleted, without it: its `fact_sources` row and the
+    fact row's former version (which held it in its copy of the sources) are dead tuples the next
+    pass vacuums, as after any other delete."""
+    store = open_store(postgres_url)
+    [fid] = store.add_facts([NewFact("dm", "alice", "Alice", "Alice hums", ["m1", "m2"], embedding=unit(1.0))])
+    assert store.forget_message("m2") == []
+    assert store.get_fact(fid).source_message_ids == ("m1",)  # type: ignore[union-attr]
+    assert store.vacuum_deleted() is True
+    store.close()
+
+
 def test_keyword_search_is_served_by_the_owner_index_and_needs_no_gin_index(postgres_url: str) -> None:
     store = open_store(postgres_url)
     indexes = store.conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'fact_words'").fetchall()

@@ -182,9 +182,12 @@ class Erasure(Facts, Episodes, Buffer, People):
                 ).rowcount
             made = self._forget_made_from(None, [message_id], None, actor=actor, why=why)
             carrying: list[int] = []
+            unlinked = 0  # sources deleted, of facts that stay too: their rows are dead tuples to vacuum
             if not community_only:  # after the community's facts went: the person's that hold its words
                 carrying = self._facts_carrying(message_id)
-                self.conn.execute("DELETE FROM fact_sources WHERE message_id = ?", (message_id,))
+                unlinked = self.conn.execute(
+                    "DELETE FROM fact_sources WHERE message_id = ?", (message_id,)
+                ).rowcount
             for fid in carrying:
                 row = select_one(
                     self.conn, "SELECT scope, user_id, status, superseded_by FROM facts WHERE id = ?", (fid,)
@@ -215,7 +218,7 @@ class Erasure(Facts, Episodes, Buffer, People):
                 cause = {"source_deleted": True} if why == SOURCE_DELETED else {"made_from": why}
                 self._event(None, scope, user_id, "forgotten", {"count": 1, **cause}, actor)
                 removed.append((scope, user_id, fid))
-        if removed or made.facts or made.episodes or buffered:
+        if removed or made.facts or made.episodes or buffered or unlinked:
             self._scrub()
         return removed + made.facts
 
