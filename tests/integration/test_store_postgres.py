@@ -325,7 +325,9 @@ def test_a_deleted_message_that_leaves_its_fact_is_vacuumed_at_the_next_pass(pos
     fact row's former version (which held it in its copy of the sources) are dead tuples the next
     pass vacuums, as after any other delete."""
     store = open_store(postgres_url)
-    [fid] = store.add_facts([NewFact("dm", "alice", "Alice", "Alice hums", ["m1", "m2"], embedding=unit(1.0))])
+    [fid] = store.add_facts(
+        [NewFact("dm", "alice", "Alice", "Alice hums", ["m1", "m2"], embedding=unit(1.0))]
+    )
     assert store.forget_message("m2") == []
     assert store.get_fact(fid).source_message_ids == ("m1",)  # type: ignore[union-attr]
     assert store.vacuum_deleted() is True

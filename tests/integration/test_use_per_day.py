@@ -95,7 +95,7 @@ async def test_the_engine_counts_in_memory_writes_in_batches_and_reads_a_day(ser
     service.daily_use.message("dm")
     for ms in (1.0, 2.0, 3.0, 15.0):
         service.daily_use.recall(SCOPE, ms)
-    await service.recall(SCOPE, [Participant("7", "ana")], "bees?", audience=Audience.operator())
+    recalled = await service.recall(SCOPE, [Participant("7", "ana")], "bees?", audience=Audience.operator())
     assert await service.use_per_day(SCOPE, day) == {}  # nothing is written per message
     assert await service.write_use_per_day() > 0
     service.capture(message(4), guild_id="100000000000000001")
@@ -105,7 +105,10 @@ async def test_the_engine_counts_in_memory_writes_in_batches_and_reads_a_day(ser
     assert when == day and used.messages == 4
     assert used.calls == {"extract": 1, "consolidate": 0, "embed": 0, "chat": 2}
     assert used.tokens == {"extract": 120, "consolidate": 0, "embed": 0, "chat": 55}
-    assert used.recalls == 5 and used.p50_ms == 5.0 and used.p95_ms == 20.0
+    # The fifth recall is a real one: on a busy machine it can be the slowest, and its bucket the p95's.
+    slowest = max(15.0, recalled.elapsed_ms)
+    p95 = next((float(b) for b in LATENCY_BOUNDS_MS if slowest <= b), float(LATENCY_BOUNDS_MS[-1]))
+    assert used.recalls == 5 and used.p50_ms == 5.0 and used.p95_ms == p95
     assert await service.use_per_day(OTHER, day) == {}
     assert await service.use_per_day("dm", day) == {}
 
