@@ -49,6 +49,7 @@ from bot.memory.text import fold
 from bot.memory.upkeep import tidy_word_index
 from bot.storage import AsyncStore, Store
 from bot.storage.locations import open_storage
+from bot.storage.sql.rows import sources_json
 from bot.storage.sqlite.connection import connect
 
 GENERATOR_VERSION = 1
@@ -469,10 +470,10 @@ def _copy_batch(
                 copy.write_row((fid, scope, user_id, "added", IMPORTED, "bench", now))
 
 
-def _sources_json(g: int, user_id: str) -> str:
-    """`facts.sources` of generated fact `g`, as PostgreSQL's `json_agg` of its one source writes it
-    (migration `sources_in_their_fact`): a message id, not a repeat, said nowhere known, by its owner."""
-    return json.dumps([[str(10**18 + g), 0, None, None, 0, user_id]])
+def _sources_json(g: int, user_id: str) -> str | None:
+    """`facts.sources` of generated fact `g` (migration `sources_in_their_fact`, `rows.sources_json`): a
+    message id, not a repeat, said nowhere known, by its owner."""
+    return sources_json([(str(10**18 + g), 0, None, None, 0, user_id)])
 
 
 def _check_postgres(ds: Dataset, store: Any, vectors: np.ndarray, texts: list[str], first: int) -> int:

@@ -561,8 +561,7 @@ def test_a_new_facts_copy_of_its_sources_is_the_text_the_triggers_write(postgres
     [written] = store.conn.execute("SELECT sources FROM facts WHERE id = ?", (fid,)).fetchone()
     assert [s[0] for s in json.loads(written)] == [odd, "m1", "m2"]  # message order: '"' before '1'
     store.conn.execute("UPDATE facts SET sources = NULL WHERE id = ?", (fid,))
-    store.conn.execute(
-        "UPDATE fact_sources SET confirms = confirms WHERE fact_id = ?", (fid,)
-    )  # the triggers
+    # An update of its sources that changes nothing: the triggers write the copy again.
+    store.conn.execute("UPDATE fact_sources SET confirms = confirms WHERE fact_id = ?", (fid,))
     assert store.conn.execute("SELECT sources FROM facts WHERE id = ?", (fid,)).fetchone() == (written,)
     store.close()

@@ -197,7 +197,8 @@ class Facts(Connected):
         self._write_sources(fact_id, self._sources_of(fact, confirms=confirms))
 
     def _sources_of(self, fact: NewFact, *, confirms: bool) -> list[SourceValues]:
-        """The `fact_sources` values of a new fact's messages, once each, in message order: where each was
+        """The `fact_sources` values of a fact's messages (new, or repeating it), once each, in message
+        order: where each was
         said comes from `fact.origins`, else from the buffered message itself; who said it from the
         buffered message, else (a person's fact) its owner: a community fact goes when one of its authors
         erases what they said."""

@@ -108,9 +108,14 @@ def fact_from(row: Row, sources: tuple[Source, ...] = ()) -> Fact:
 
 def origin_from(row: Row) -> Origin | None:
     """Where a message was said, from its channel_id, parent_channel_id and private_thread (None: unknown)."""
-    if row["channel_id"] is None:
+    return origin_of(row["channel_id"], row["parent_channel_id"], row["private_thread"])
+
+
+def origin_of(channel_id: str | None, parent_channel_id: str | None, private_thread: int) -> Origin | None:
+    """Where a message was said, from those columns' values (None: unknown)."""
+    if channel_id is None:
         return None
-    return Origin(row["channel_id"], row["parent_channel_id"], bool(row["private_thread"]))
+    return Origin(channel_id, parent_channel_id, bool(private_thread))
 
 
 def source_from(row: Row) -> Source:
@@ -132,12 +137,7 @@ def sources_in(written: str | None) -> tuple[Source, ...]:
     if written is None:
         return ()
     return tuple(
-        Source(
-            message,
-            None if channel is None else Origin(channel, parent, bool(private)),
-            bool(confirms),
-            author,
-        )
+        Source(message, origin_of(channel, parent, private), bool(confirms), author)
         for message, confirms, channel, parent, private, author in json.loads(written)
     )
 

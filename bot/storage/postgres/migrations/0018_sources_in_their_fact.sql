@@ -28,6 +28,7 @@ CREATE TRIGGER sources_added AFTER INSERT ON fact_sources
     REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION facts_take_their_sources();
 CREATE TRIGGER sources_removed AFTER DELETE ON fact_sources
     REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION facts_take_their_sources();
+-- An update, which no statement makes today, fires both: the facts its rows reach and those they left.
 CREATE TRIGGER sources_changed AFTER UPDATE ON fact_sources
     REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION facts_take_their_sources();
 CREATE TRIGGER sources_moved AFTER UPDATE ON fact_sources
